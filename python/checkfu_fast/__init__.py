@@ -1,0 +1,101 @@
+"""checkfu_fast: coding-agent CLI output -> clean, typed, validated events/v1 events.
+
+``normalize`` and ``Normalizer`` run on the Rust core (``checkfu_fast._native``);
+``checkfu_fast.reference`` is the pure-Python twin with identical behaviour. If the native module
+cannot be imported the package falls back to the reference and says so in ``IMPLEMENTATION``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from . import reference
+from .errors import CheckfuError, DialectNotImplemented, InvalidOption, UnknownDialect
+from .reference import DIALECTS, check_options
+
+try:
+    from . import _native
+except ImportError as exc:  # pragma: no cover - exercised only on a broken install
+    _native = None  # type: ignore[assignment]
+    IMPLEMENTATION = "reference"
+    warnings.warn(
+        f"checkfu_fast: native core unavailable ({exc}); using the pure-Python reference",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+else:
+    IMPLEMENTATION = "native"
+
+__version__ = "0.1.0"
+__all__ = [
+    "DIALECTS",
+    "IMPLEMENTATION",
+    "CheckfuError",
+    "DialectNotImplemented",
+    "InvalidOption",
+    "Normalizer",
+    "UnknownDialect",
+    "normalize",
+    "reference",
+]
+
+Event = dict[str, Any]
+
+
+def _as_bytes(data: Any) -> bytes:
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"data must be bytes or str, not {type(data).__name__}")
+
+
+def normalize(
+    data: bytes | str,
+    dialect: str = "auto",
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> list[Event]:
+    """Normalize a whole stream to events/v1 events (plain dicts, in order)."""
+    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    raw = _as_bytes(data)
+    if _native is None:  # pragma: no cover
+        return reference.normalize(raw, dialect, max_line_bytes=max_line_bytes,
+                                   max_depth=max_depth, max_nodes=max_nodes)
+    return _native.normalize(raw, dialect, max_line_bytes, max_depth, max_nodes)
+
+
+class Normalizer:
+    """Incremental normalizer: ``feed(chunk)`` as bytes arrive, then ``finish()``.
+
+    Any chunking of the same bytes gives the same events (a chunk may end anywhere).
+    """
+
+    def __init__(
+        self,
+        dialect: str = "auto",
+        *,
+        max_line_bytes: int = 64 << 20,
+        max_depth: int = 64,
+        max_nodes: int = 1_000_000,
+    ) -> None:
+        check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        if _native is None:  # pragma: no cover
+            self._inner: Any = reference.Normalizer(
+                dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+            )
+        else:
+            self._inner = _native.Normalizer(dialect, max_line_bytes, max_depth, max_nodes)
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Frame and normalize ``chunk``; returns the events of the lines it completed."""
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
+        return self._inner.feed(bytes(chunk))
+
+    def finish(self) -> list[Event]:
+        """End of stream: events of the last line (if it had no LF). Idempotent."""
+        return self._inner.finish()

@@ -1,0 +1,256 @@
+"""Pure-Python reference implementation of the events/v1 normalizer (stdlib only).
+
+This is the executable specification and the benchmark baseline: ``checkfu_fast.normalize`` (the
+Rust core) must return exactly what :func:`normalize` here returns, for every input. It never
+imports the native module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import DialectNotImplemented, InvalidOption, UnknownDialect
+from .dialects import DIALECTS, IMPLEMENTED
+from .events import Event
+from .framing import Framer, Line
+from .parse import JsonError, parse, scan_budget
+from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
+
+__all__ = ["DIALECTS", "Normalizer", "check_options", "normalize"]
+
+V = "events/v1"
+BLANK = b" \t\r\n\x0b\x0c"
+JSON_WS = b" \t\r\n"
+MAX_DEPTH_LIMIT = 512
+
+_ORDER = (
+    "role", "text", "tool", "error", "usage", "usageScope", "messageId", "delta",
+    "truncated", "lineBytes",
+)  # fmt: skip
+
+
+def check_options(dialect: str, max_line_bytes: int, max_depth: int, max_nodes: int) -> None:
+    """Validate arguments exactly as the native module does (same exceptions, same text)."""
+    if not isinstance(dialect, str):
+        raise TypeError("dialect must be a str")
+    if dialect != "auto" and dialect not in DIALECTS:
+        raise UnknownDialect(
+            f"unknown dialect {dialect!r}; expected one of: auto, {', '.join(DIALECTS)}"
+        )
+    if dialect != "auto" and dialect not in IMPLEMENTED:
+        raise DialectNotImplemented(f"dialect {dialect!r} is not implemented yet")
+    for name, value, low, high in (
+        ("max_line_bytes", max_line_bytes, 1, 1 << 40),
+        ("max_depth", max_depth, 1, MAX_DEPTH_LIMIT),
+        ("max_nodes", max_nodes, 1, 1 << 40),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int")
+        if not low <= value <= high:
+            raise InvalidOption(f"{name} must be between {low} and {high}, got {value}")
+
+
+class Normalizer:
+    """Incremental normalizer: ``feed`` chunks, then ``finish``. Any chunking, same events."""
+
+    def __init__(
+        self,
+        dialect: str = "auto",
+        *,
+        max_line_bytes: int = 64 << 20,
+        max_depth: int = 64,
+        max_nodes: int = 1_000_000,
+    ) -> None:
+        check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        self._dialect: str | None = None if dialect == "auto" else dialect
+        self._max_line_bytes = max_line_bytes
+        self._max_depth = max_depth
+        self._max_nodes = max_nodes
+        self._framer = Framer(max_line_bytes)
+        self._held: list[Prepared] = []  # auto: lines seen before a decisive one
+        self._held_bytes = 0
+        self._seq = 0
+        self._finished = False
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        if self._finished:
+            raise ValueError("feed() after finish()")
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError("chunk must be bytes")
+        return self._lines(self._framer.feed(bytes(chunk)), final=False)
+
+    def finish(self) -> list[Event]:
+        if self._finished:
+            return []
+        self._finished = True
+        return self._lines(self._framer.finish(), final=True)
+
+    def _lines(self, lines: Iterable[Line], final: bool) -> list[Event]:
+        out: list[Event] = []
+        for line in lines:
+            p = self._prepare(line)
+            if p is None:
+                continue
+            if self._dialect is None:
+                self._hold(p, out)
+            else:
+                self._emit(p, out)
+        if final and self._dialect is None and self._held:
+            self._decide(FALLBACK, out, fallback=True)
+        return out
+
+    def _hold(self, p: Prepared, out: list[Event]) -> None:
+        decided = sniff(p.value) if p.ok else None
+        self._held.append(p)
+        self._held_bytes += p.size
+        if decided is not None:
+            self._decide(decided, out, fallback=False)
+        elif len(self._held) >= AUTO_HOLD_LINES or self._held_bytes >= AUTO_HOLD_BYTES:
+            self._decide(FALLBACK, out, fallback=True)
+
+    def _decide(self, dialect: str, out: list[Event], fallback: bool) -> None:
+        self._dialect = dialect
+        held, self._held, self._held_bytes = self._held, [], 0
+        if fallback:
+            first = held[0]
+            text = (f"no decisive line among the first {len(held)}; "
+                    f"normalizing as the {dialect}-compatible shape")
+            self._push(_finish(first.position, dialect,
+                               {"kind": "status", "subtype": "dialect_fallback", "text": text},
+                               first.raw, first.value if first.ok else None), out)
+        for p in held:
+            self._emit(p, out)
+
+    def _push(self, ev: Event, out: list[Event]) -> None:
+        ev["seq"] = self._seq
+        self._seq += 1
+        out.append(ev)
+
+    def _emit(self, p: Prepared, out: list[Event]) -> None:
+        dialect = self._dialect or FALLBACK
+        if p.event is not None:
+            self._push(_finish(p.position, dialect, p.event, p.raw, None), out)
+            return
+        value = p.value
+        module = IMPLEMENTED[dialect]
+        extra: dict[str, Any] = {"repairedSurrogates": p.repairs} if p.repairs else {}
+        if not isinstance(value, dict):
+            self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out)
+            return
+        events = module.map_line(value) or [UNKNOWN]
+        line_meta = module.meta(value)
+        nt = module.native_type(value) if hasattr(module, "native_type") else value.get("type")
+        if isinstance(nt, str):
+            line_meta["nativeType"] = nt
+        line_meta.update(extra)
+        for ev in events:
+            self._push(_finish(p.position, dialect, ev, p.raw, value, line_meta), out)
+
+    def _prepare(self, line: Line) -> Prepared | None:
+        """Framing-level outcome of one line: None (blank), an error/non_json event, or a value."""
+        data = line.data
+        if line.total is not None:
+            raw = _cut_utf8(data).decode("utf-8", "replace")
+            message = (
+                f"line of {line.total} bytes exceeds max_line_bytes ({self._max_line_bytes}); "
+                f"raw holds its first {len(raw.encode())} bytes"
+            )
+            ev = _error("line_too_long", message)
+            ev["truncated"] = True
+            ev["lineBytes"] = line.total
+            return Prepared(line.position, size=len(data), raw=raw, event=ev)
+        if not data.strip(BLANK):
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raw = data.decode("utf-8", "replace")
+            return Prepared(line.position, size=len(data), raw=raw,
+                            event=_error("invalid_utf8", f"invalid UTF-8 at byte {exc.start}"))
+        if data.lstrip(BLANK)[:1] in (b"{", b"["):
+            over = scan_budget(data, self._max_depth, self._max_nodes)
+            if over == "too_deep":
+                message = f"nesting depth exceeds max_depth ({self._max_depth})"
+                return Prepared(line.position, size=len(data), raw=text, event=_error(over, message))
+            if over == "too_many_nodes":
+                message = f"node count exceeds max_nodes ({self._max_nodes})"
+                return Prepared(line.position, size=len(data), raw=text, event=_error(over, message))
+            try:
+                value, repairs = parse(data, text)
+            except JsonError as exc:
+                message = f"{exc.message} at column {exc.offset + 1}"
+                return Prepared(line.position, size=len(data), raw=text, event=_error("invalid_json", message))
+        else:
+            try:
+                value, repairs = parse(data, text)
+            except JsonError:
+                return Prepared(line.position, size=len(data), raw=text,
+                                event={"kind": "status", "subtype": "non_json", "text": text})
+        return Prepared(line.position, size=len(data), raw=text, value=value, repairs=repairs, ok=True)
+
+
+class Prepared:
+    """A framed, checked and parsed line, before dialect mapping."""
+
+    __slots__ = ("event", "ok", "position", "raw", "repairs", "size", "value")
+
+    def __init__(self, position: int, raw: str, *, event: Event | None = None, value: Any = None,
+                 repairs: int = 0, ok: bool = False, size: int = 0) -> None:
+        self.position = position
+        self.size = size
+        self.raw = raw
+        self.event = event
+        self.value = value
+        self.repairs = repairs
+        self.ok = ok
+
+
+UNKNOWN: Event = {"kind": "status", "subtype": "unknown"}
+
+
+def _error(code: str, message: str) -> Event:
+    return {"kind": "error", "subtype": code,
+            "error": {"code": code, "message": message, "errorKind": "semantic"}}
+
+
+def _cut_utf8(data: bytes) -> bytes:
+    """Drop an incomplete UTF-8 sequence at the end of a cut prefix."""
+    for back in range(1, min(4, len(data)) + 1):
+        b = data[-back]
+        if b < 0x80:
+            return data
+        if b >= 0xC0:
+            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+            return data if back >= need else data[:-back]
+    return data
+
+
+def _finish(position: int, dialect: str, ev: Event, raw: str, parsed: Any,
+            extra: dict[str, Any] | None = None) -> Event:
+    out: Event = {"v": V, "seq": 0, "position": position, "dialect": dialect,
+                  "kind": ev["kind"], "subtype": ev["subtype"]}
+    for key in _ORDER:
+        if key in ev:
+            out[key] = ev[key]
+    if extra:
+        out.update(extra)
+    out["raw"] = raw
+    out["parsed"] = parsed
+    return out
+
+
+def normalize(
+    data: bytes | str,
+    dialect: str = "auto",
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> list[Event]:
+    """Normalize a whole stream to events/v1 events (plain dicts)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    n = Normalizer(dialect, max_line_bytes=max_line_bytes, max_depth=max_depth,
+                   max_nodes=max_nodes)
+    return n.feed(data) + n.finish()

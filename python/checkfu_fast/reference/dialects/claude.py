@@ -1,0 +1,207 @@
+"""claude: Claude Code ``-p --output-format stream-json --verbose``. Mirror of rust/dialects/claude.rs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    Event,
+    classify,
+    content_text,
+    error,
+    kind_for_status,
+    msg,
+    name_or_unknown,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
+
+NAME = "claude"
+
+# assistant `error` values (Agent SDK's AssistantMessageError) with a known kind
+_ASSISTANT_ERROR_KINDS = {
+    "rate_limit": "quota",
+    "billing_error": "quota",
+    "server_error": "transport",
+}
+_SYSTEM_SUBTYPES = {
+    "init": "init",
+    "session_start": "init",  # Qwen Code
+    "compact_boundary": "compaction",
+    "task_started": "subagent",
+    "task_progress": "subagent",
+    "task_notification": "subagent",
+    "task_updated": "subagent",
+    "hook_started": "progress",
+    "hook_response": "progress",
+}
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    m: dict[str, Any] = {}
+    if isinstance(v.get("session_id"), str):
+        m["sessionId"] = v["session_id"]
+    if isinstance(v.get("parent_tool_use_id"), str):
+        m["parentToolUseId"] = v["parent_tool_use_id"]
+    return m
+
+
+def map_line(v: Any) -> list[Event]:
+    t = v.get("type")
+    if t == "assistant":
+        return _assistant(v)
+    if t == "user":
+        return _user(v)
+    if t == "result":
+        return _result(v)
+    if t == "system":
+        native = v.get("subtype")
+        sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
+        if sub is None:
+            return []
+        return [status(sub, text_of(v.get("description")))]
+    if t == "stream_event":
+        return _stream_event(v.get("event"))
+    if t == "rate_limit_event":
+        return _rate_limit(v.get("rate_limit_info"))
+    if t == "conversation_reset":
+        return [status("init")]
+    return []
+
+
+def content_events(content: Any, role: str) -> list[Event]:
+    """Events for a message's content blocks (claude and cursor share this shape)."""
+    if isinstance(content, str):
+        return [msg("text", role, content)]
+    out: list[Event] = []
+    if not isinstance(content, list):
+        return out
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "text" and isinstance(b.get("text"), str):
+            out.append(msg("text", role, b["text"]))
+        elif bt == "thinking" and isinstance(b.get("thinking"), str):
+            out.append(msg("thinking", "assistant", b["thinking"]))
+        elif bt == "redacted_thinking":
+            out.append(msg("thinking", "assistant", ""))
+        elif bt == "tool_use" or bt == "server_tool_use":
+            out.append(tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id")))
+        elif bt == "tool_result":
+            out.append(
+                tool_result(
+                    "unknown",
+                    b.get("tool_use_id"),
+                    b.get("is_error") is True,
+                    content_text(b.get("content")),
+                )
+            )
+    return out
+
+
+def claude_usage(scope: str, model: Any, u: Any, cost: Any = None) -> Event:
+    if not isinstance(u, dict):
+        u = {}
+    cached = u.get("cache_read_input_tokens")
+    return usage(
+        scope,
+        model,
+        [u.get("input_tokens"), cached, u.get("cache_creation_input_tokens")],
+        cached,
+        [u.get("output_tokens")],
+        cost,
+    )
+
+
+def _assistant(v: dict[str, Any]) -> list[Event]:
+    m = v.get("message")
+    if not isinstance(m, dict):
+        return []
+    model = m.get("model")
+    native_error = v.get("error")
+    if model == "<synthetic>" or (isinstance(native_error, str) and native_error):
+        code = native_error if isinstance(native_error, str) and native_error else "api_error"
+        text = content_text(m.get("content")) or code
+        kind = _ASSISTANT_ERROR_KINDS.get(code) or classify(text)
+        return [error("api_error", code, text, kind)]
+    out = content_events(m.get("content"), "assistant")
+    if "usage" in m:
+        ev = claude_usage("message", model, m.get("usage"))
+        if isinstance(m.get("id"), str):
+            ev["messageId"] = m["id"]
+        out.append(ev)
+    return out
+
+
+def _user(v: dict[str, Any]) -> list[Event]:
+    m = v.get("message")
+    if not isinstance(m, dict):
+        return []
+    return content_events(m.get("content"), "user")
+
+
+def _result(v: dict[str, Any]) -> list[Event]:
+    sub = v.get("subtype")
+    sub_s = sub if isinstance(sub, str) else ""
+    text = text_of(v.get("result"))
+    out: list[Event] = []
+    if v.get("is_error") is True or sub_s.startswith("error"):
+        code = sub_s if sub_s.startswith("error") else "result_error"
+        message = text or _joined_errors(v.get("errors")) or code
+        kind = kind_for_status(v.get("api_error_status")) or classify(message)
+        out.append(error("result_error", code, message, kind))
+    else:
+        out.append(status("result", text))
+    if "usage" in v or "total_cost_usd" in v:
+        out.append(
+            claude_usage("cumulative", _first_model(v.get("modelUsage")), v.get("usage"),
+                         v.get("total_cost_usd"))
+        )
+    return out
+
+
+def _joined_errors(errors: Any) -> str:
+    if not isinstance(errors, list):
+        return ""
+    return "; ".join(e for e in errors if isinstance(e, str))
+
+
+def _first_model(model_usage: Any) -> Any:
+    if isinstance(model_usage, dict):
+        for k in model_usage:
+            return k
+    return None
+
+
+def _stream_event(e: Any) -> list[Event]:
+    if not isinstance(e, dict):
+        return []
+    if e.get("type") == "content_block_delta":
+        d = e.get("delta")
+        if isinstance(d, dict):
+            dt = d.get("type")
+            if dt == "text_delta" and isinstance(d.get("text"), str):
+                return [_delta(msg("text", "assistant", d["text"]))]
+            if dt == "thinking_delta" and isinstance(d.get("thinking"), str):
+                return [_delta(msg("thinking", "assistant", d["thinking"]))]
+    return [status("progress", text_of(e.get("type")))]
+
+
+def _delta(ev: Event) -> Event:
+    ev["delta"] = True
+    return ev
+
+
+def _rate_limit(info: Any) -> list[Event]:
+    if not isinstance(info, dict):
+        return [status("progress", "rate_limit")]
+    st = info.get("status")
+    rtype = info.get("rateLimitType")
+    if st == "rejected":
+        message = "rate limit rejected" + (f": {rtype}" if isinstance(rtype, str) else "")
+        return [error("rate_limit", "rate_limit", message, "quota")]
+    return [status("progress", "rate_limit " + st if isinstance(st, str) else "rate_limit")]

@@ -1,0 +1,244 @@
+"""codex: OpenAI Codex CLI ``codex exec --json``, current and legacy. Mirror of rust/dialects/codex.rs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    Event,
+    classify,
+    content_text,
+    error,
+    msg,
+    name_or_unknown,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
+
+NAME = "codex"
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(v.get("thread_id"), str):
+        return {"sessionId": v["thread_id"]}
+    m = v.get("msg")
+    if isinstance(m, dict) and isinstance(m.get("session_id"), str):
+        return {"sessionId": m["session_id"]}
+    return {}
+
+
+def native_type(v: dict[str, Any]) -> Any:
+    m = v.get("msg")
+    if isinstance(m, dict) and "type" not in v:
+        return m.get("type")
+    return v.get("type")
+
+
+def map_line(v: dict[str, Any]) -> list[Event]:
+    t = v.get("type")
+    if not isinstance(t, str):
+        m = v.get("msg")
+        if isinstance(m, dict):
+            return _legacy(m)
+        if isinstance(v.get("prompt"), str):
+            return [msg("text", "user", v["prompt"])]
+        if "model" in v and ("provider" in v or "sandbox" in v or "approval" in v):
+            return [status("init", text_of(v.get("model")))]
+        return []
+    if t == "thread.started" or t == "session.created":
+        return [status("init")]
+    if t == "turn.started":
+        return [status("turn_started")]
+    if t == "turn.completed":
+        u = v.get("usage")
+        out = [status("turn_completed")]
+        if isinstance(u, dict):
+            out.append(_usage(u))
+        return out
+    if t == "turn.failed":
+        e = v.get("error")
+        message = (text_of(e.get("message")) if isinstance(e, dict) else None) or "turn failed"
+        return [error("turn_failed", "turn_failed", message, classify(message))]
+    if t == "error":
+        message = text_of(v.get("message")) or "error"
+        return [error("api_error", "error", message, classify(message))]
+    if t in ("item.started", "item.updated", "item.completed"):
+        item = v.get("item")
+        return _item(t[5:], item) if isinstance(item, dict) else []
+    if t == "item.plan.delta":
+        return [status("progress", text_of(v.get("delta")))]
+    if t == "request_user_input":
+        return [status("progress", "request_user_input")]
+    return []
+
+
+def _usage(u: dict[str, Any]) -> Event:
+    # input_tokens already includes cached_input_tokens; output_tokens includes reasoning
+    return usage("cumulative", None, [u.get("input_tokens")], u.get("cached_input_tokens"),
+                 [u.get("output_tokens")])
+
+
+def _item(phase: str, item: dict[str, Any]) -> list[Event]:
+    it = item.get("type")
+    if it is None:
+        it = item.get("item_type")  # the short-lived spelling right after openai/codex#4525
+    iid = item.get("id")
+    if it in ("agent_message", "assistant_message"):
+        return [msg("text", "assistant", text_of(item.get("text")) or "")]
+    if it == "reasoning":
+        return [msg("thinking", "assistant", text_of(item.get("text")) or "")]
+    if it == "command_execution":
+        if phase == "started":
+            return [tool_call("shell", item.get("command"), iid)]
+        if phase == "completed":
+            code = item.get("exit_code")
+            failed = item.get("status") in ("failed", "declined") or (
+                type(code) is int and code != 0
+            )
+            return [tool_result("shell", iid, failed, text_of(item.get("aggregated_output")) or "")]
+        return [status("progress", "command_execution")]
+    if it == "mcp_tool_call":
+        name = name_or_unknown(item.get("tool"))
+        if phase == "started":
+            return [tool_call(name, item.get("arguments"), iid)]
+        if phase == "completed":
+            err = item.get("error")
+            err_text = text_of(err.get("message")) if isinstance(err, dict) else None
+            res = item.get("result")
+            text = err_text or (content_text(res.get("content")) if isinstance(res, dict) else "")
+            failed = item.get("status") == "failed" or err_text is not None
+            return [tool_result(name, iid, failed, text)]
+        return [status("progress", "mcp_tool_call")]
+    if it == "web_search":
+        if phase == "started":
+            return [tool_call("web_search", item.get("query"), iid)]
+        if phase == "completed":
+            return [tool_result("web_search", iid, False, text_of(item.get("query")) or "")]
+        return [status("progress", "web_search")]
+    if it == "file_change":
+        return [status("file_change", _changes_text(item.get("changes")))]
+    if it == "todo_list":
+        return [status("progress", _todo_text(item.get("items")))]
+    if it == "plan":
+        return [status("progress", text_of(item.get("text")))]
+    if it == "collab_tool_call":
+        return [status("subagent", text_of(item.get("tool")))]
+    if it == "error":
+        message = text_of(item.get("message")) or "error"
+        return [error("item_error", "item_error", message, classify(message))]
+    return []
+
+
+def _changes_text(changes: Any) -> str:
+    lines = []
+    if isinstance(changes, list):
+        for c in changes:
+            if isinstance(c, dict) and isinstance(c.get("path"), str):
+                k = c.get("kind")
+                lines.append(f"{k} {c['path']}" if isinstance(k, str) else c["path"])
+    return "\n".join(lines)
+
+
+def _todo_text(items: Any) -> str:
+    lines = []
+    if isinstance(items, list):
+        for i in items:
+            if isinstance(i, dict) and isinstance(i.get("text"), str):
+                lines.append(("[x] " if i.get("completed") is True else "[ ] ") + i["text"])
+    return "\n".join(lines)
+
+
+def _legacy(m: dict[str, Any]) -> list[Event]:
+    t = m.get("type")
+    if not isinstance(t, str):
+        return []
+    simple = _LEGACY_STATUS.get(t)
+    if simple is not None:
+        return [status(simple, text_of(m.get(_LEGACY_TEXT.get(t, "message"))))]
+    if t == "agent_message":
+        return [msg("text", "assistant", text_of(m.get("message")) or "")]
+    if t in ("agent_reasoning", "agent_reasoning_raw_content"):
+        return [msg("thinking", "assistant", text_of(m.get("text")) or "")]
+    cid = m.get("call_id")
+    if t == "exec_command_begin":
+        return [tool_call("shell", m.get("command"), cid)]
+    if t == "exec_command_end":
+        code = m.get("exit_code")
+        text = text_of(m.get("aggregated_output"))
+        if text is None:
+            text = text_of(m.get("stdout")) or ""
+        return [tool_result("shell", cid, type(code) is int and code != 0, text)]
+    if t == "patch_apply_begin":
+        return [tool_call("apply_patch", m.get("changes"), cid)]
+    if t == "patch_apply_end":
+        ok = m.get("success") is True
+        text = text_of(m.get("stdout") if ok else m.get("stderr")) or ""
+        return [tool_result("apply_patch", cid, not ok, text)]
+    if t in ("mcp_tool_call_begin", "mcp_tool_call_end"):
+        inv = m.get("invocation")
+        src = inv if isinstance(inv, dict) else m
+        name = name_or_unknown(src.get("tool"))
+        if t == "mcp_tool_call_begin":
+            return [tool_call(name, src.get("arguments"), cid)]
+        return [_legacy_mcp_end(name, cid, m.get("result"))]
+    if t == "web_search_begin":
+        return [tool_call("web_search", m.get("query"), cid)]
+    if t == "web_search_end":
+        return [tool_result("web_search", cid, False, text_of(m.get("query")) or "")]
+    if t == "token_count":
+        info = m.get("info")
+        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+            return [_usage(info["total_token_usage"])]
+        if "input_tokens" in m or "output_tokens" in m:
+            return [_usage(m)]
+        return [status("progress", "token_count")]
+    if t in ("error", "stream_error"):
+        message = text_of(m.get("message")) or t
+        return [error("api_error" if t == "error" else "stream_error", t, message,
+                      classify(message) if t == "error" else _transport_unless(message))]
+    if t == "turn_aborted":
+        reason = text_of(m.get("reason")) or "turn aborted"
+        return [error("turn_aborted", "turn_aborted", reason, "semantic")]
+    return []
+
+
+def _transport_unless(message: str) -> str:
+    """stream_error is a retry notice: transport unless the text says quota."""
+    kind = classify(message)
+    return "quota" if kind == "quota" else "transport"
+
+
+def _legacy_mcp_end(name: str, cid: Any, result: Any) -> Event:
+    if isinstance(result, dict):
+        if "Ok" in result:
+            ok = result["Ok"]
+            if isinstance(ok, dict):
+                return tool_result(name, cid, ok.get("isError") is True,
+                                   content_text(ok.get("content")))
+            return tool_result(name, cid, False, "")
+        if "Err" in result:
+            return tool_result(name, cid, True, text_of(result["Err"]) or "")
+    return tool_result(name, cid, False, "")
+
+
+_LEGACY_STATUS = {
+    "session_configured": "init",
+    "task_started": "turn_started",
+    "task_complete": "turn_completed",
+    "agent_reasoning_section_break": "progress",
+    "exec_command_output_delta": "progress",
+    "turn_diff": "file_change",
+    "plan_update": "progress",
+    "background_event": "progress",
+    "exec_approval_request": "progress",
+    "apply_patch_approval_request": "progress",
+    "shutdown_complete": "progress",
+}
+_LEGACY_TEXT = {
+    "session_configured": "model",
+    "task_complete": "last_agent_message",
+    "turn_diff": "unified_diff",
+}

@@ -1,0 +1,106 @@
+"""cursor: Cursor CLI ``cursor-agent -p --output-format stream-json``. Mirror of rust/dialects/cursor.rs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import Event, classify, error, msg, status, text_of, tool_call, tool_result, usage
+from .claude import content_events
+
+NAME = "cursor"
+
+# Where a finished tool's text lives, per result branch, first string wins.
+_RESULT_TEXT_FIELDS = ("content", "stdout", "resultForModel", "diffString", "output", "text",
+                       "stderr", "message", "error")
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    return {"sessionId": v["session_id"]} if isinstance(v.get("session_id"), str) else {}
+
+
+def map_line(v: dict[str, Any]) -> list[Event]:
+    t = v.get("type")
+    sub = v.get("subtype")
+    if t == "system":
+        return [status("init")] if sub == "init" else []
+    if t in ("user", "assistant"):
+        m = v.get("message")
+        return content_events(m.get("content"), t) if isinstance(m, dict) else []
+    if t == "thinking":
+        if sub == "completed":
+            return [status("progress", "thinking completed")]
+        return [msg("thinking", "assistant", text_of(v.get("text")) or "")]
+    if t == "tool_call":
+        return _tool_call(v, sub)
+    if t == "result":
+        return _result(v)
+    return []
+
+
+def find_tool(tc: Any) -> tuple[str, Any] | None:
+    """The tool inside ``tool_call``: the first ``*ToolCall`` key, else ``function``."""
+    if not isinstance(tc, dict):
+        return None
+    for key in tc:
+        if key.endswith("ToolCall") and len(key) > len("ToolCall"):
+            return key[: -len("ToolCall")], tc[key]
+    if "function" in tc:
+        return "function", tc["function"]
+    return None
+
+
+def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
+    found = find_tool(v.get("tool_call"))
+    if found is None:
+        return []
+    name, body = found
+    body = body if isinstance(body, dict) else {}
+    if name == "function":
+        name = body.get("name") if isinstance(body.get("name"), str) and body["name"] else "function"
+        args = body.get("arguments")
+    else:
+        args = body.get("args")
+        if name == "mcp" and isinstance(args, dict):
+            tool_name = args.get("toolName")
+            if isinstance(tool_name, str) and tool_name:
+                name = tool_name
+    call_id = v.get("call_id")
+    if sub == "started":
+        return [tool_call(name, args, call_id)]
+    if sub == "completed":
+        is_error, text = _result_text(body.get("result"))
+        return [tool_result(name, call_id, is_error, text)]
+    return [status("progress", text_of(sub))]
+
+
+def _result_text(result: Any) -> tuple[bool, str]:
+    if not isinstance(result, dict):
+        return False, text_of(result) or ""
+    for key in result:
+        branch = result[key]
+        is_error = key != "success"
+        if isinstance(branch, str):
+            return is_error, branch
+        if isinstance(branch, dict):
+            for f in _RESULT_TEXT_FIELDS:
+                if isinstance(branch.get(f), str):
+                    return is_error, branch[f]
+        return is_error, ""
+    return False, ""
+
+
+def _result(v: dict[str, Any]) -> list[Event]:
+    text = text_of(v.get("result"))
+    out: list[Event]
+    if v.get("is_error") is True:
+        message = text or "result_error"
+        out = [error("result_error", "result_error", message, classify(message))]
+    else:
+        out = [status("result", text)]
+    u = v.get("usage")
+    if isinstance(u, dict):
+        cached = u.get("cacheReadTokens")
+        out.append(usage("cumulative", None,
+                         [u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
+                         cached, [u.get("outputTokens")]))
+    return out

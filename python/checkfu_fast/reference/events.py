@@ -1,0 +1,182 @@
+"""Event building blocks shared by the reference dialects. Mirror of ``rust/event.rs``.
+
+A dialect returns *partial* events (``kind``, ``subtype`` and the payload keys) plus line-level
+metadata; :mod:`checkfu_fast.reference` adds ``v``/``seq``/``position``/``dialect``/``raw``/
+``parsed`` and orders the keys canonically.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+Event = dict[str, Any]
+
+_I64_MAX = (1 << 63) - 1
+
+
+def is_count(x: Any) -> bool:
+    """A usable token count or cost: a non-negative JSON number that fits in i64 (no bools)."""
+    t = type(x)
+    if t is int:
+        return 0 <= x <= _I64_MAX
+    return t is float and x >= 0.0
+
+
+def text_of(x: Any) -> str | None:
+    return x if isinstance(x, str) else None
+
+
+def name_or_unknown(x: Any) -> str:
+    return x if isinstance(x, str) and x else "unknown"
+
+
+def content_text(content: Any) -> str:
+    """Text of a message ``content``: a string, or the ``text`` blocks of a list joined by LF."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def msg(subtype: str, role: str, text: str) -> Event:
+    return {"kind": "message", "subtype": subtype, "role": role, "text": text}
+
+
+def status(subtype: str, text: str | None = None) -> Event:
+    ev: Event = {"kind": "status", "subtype": subtype}
+    if text is not None:
+        ev["text"] = text
+    return ev
+
+
+def tool_call(name: str, arguments: Any, call_id: Any) -> Event:
+    tool: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        tool["arguments"] = arguments
+    if isinstance(call_id, str):
+        tool["id"] = call_id
+    return {"kind": "tool_call", "subtype": "tool_use", "role": "assistant", "tool": tool}
+
+
+def tool_result(name: str, call_id: Any, is_error: bool, text: str) -> Event:
+    tool: dict[str, Any] = {"name": name}
+    if isinstance(call_id, str):
+        tool["id"] = call_id
+    tool["isError"] = is_error
+    return {
+        "kind": "message",
+        "subtype": "tool_result",
+        "role": "tool",
+        "text": text,
+        "tool": tool,
+    }
+
+
+def error(subtype: str, code: str, message: str, kind: str) -> Event:
+    return {
+        "kind": "error",
+        "subtype": subtype,
+        "error": {"code": code, "message": message or code, "errorKind": kind},
+    }
+
+
+def usage(
+    scope: str,
+    model: Any,
+    inputs: list[Any],
+    cached: Any,
+    outputs: list[Any],
+    cost: Any = None,
+) -> Event:
+    """A usage event. ``inputs`` are summed into inputTokens, ``outputs`` into outputTokens.
+
+    Non-counts are ignored. With no count at all in ``inputs`` and ``outputs`` the usage is
+    ``unknown``. ``cachedTokens`` is clamped to ``inputTokens`` so the invariant always holds.
+    """
+    ins = [x for x in inputs if is_count(x)]
+    outs = [x for x in outputs if is_count(x)]
+    u: dict[str, Any] = {}
+    if ins or outs:
+        total_in: Any = 0
+        for x in ins:
+            total_in = total_in + x
+        total_out: Any = 0
+        for x in outs:
+            total_out = total_out + x
+        u["inputTokens"] = total_in
+        u["outputTokens"] = total_out
+        c = cached if is_count(cached) else 0
+        u["cachedTokens"] = c if c <= total_in else total_in
+    if is_count(cost):
+        u["costUsd"] = cost
+    u["model"] = name_or_unknown(model)
+    if not (ins or outs):
+        u["unknown"] = True
+    return {"kind": "usage", "subtype": scope, "usage": u, "usageScope": scope}
+
+
+# -- error kinds ------------------------------------------------------------------------------
+# One table: (kind, lowercase ASCII needle). Quota is checked before transport, transport before
+# the semantic default. Three-digit status codes are matched as whole numbers.
+
+QUOTA_NEEDLES = (
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "usage limit",
+    "usage_limit",
+    "limit reached",
+    "hit your",
+    "quota",
+    "billing",
+    "credit balance",
+    "insufficient_quota",
+    "out of extra usage",
+    "budget exhausted",
+    "too many requests",
+)
+TRANSPORT_NEEDLES = (
+    "reconnecting",
+    "timeout",
+    "timed out",
+    "connection",
+    "network",
+    "disconnect",
+    "stream ended",
+    "stream error",
+    "overloaded",
+    "econnreset",
+    "socket",
+    "unavailable",
+    "bad gateway",
+    "internal server error",
+)
+_CODE = re.compile(rb"(?<![0-9])[0-9]{3}(?![0-9])")
+
+
+def classify(message: str) -> str:
+    """Error kind of a native error message: ``quota``, ``transport`` or ``semantic``."""
+    low = message.encode("utf-8", "surrogatepass").lower()
+    codes = [int(m) for m in _CODE.findall(low)]
+    if 429 in codes or any(n.encode() in low for n in QUOTA_NEEDLES):
+        return "quota"
+    if any(500 <= c <= 599 for c in codes) or any(n.encode() in low for n in TRANSPORT_NEEDLES):
+        return "transport"
+    return "semantic"
+
+
+def kind_for_status(code: Any) -> str | None:
+    """Error kind implied by an HTTP status given as a number (None when it implies none)."""
+    if type(code) is not int:
+        return None
+    if code == 429:
+        return "quota"
+    if 500 <= code <= 599:
+        return "transport"
+    return None

@@ -1,0 +1,74 @@
+//! The dialect interface and the closed set of compiled-in dialects.
+//!
+//! A dialect maps one parsed JSON object to events; it is pure and stateless per line. Adding a
+//! dialect is one new file under `dialects/`, one variant here and its name in [`DIALECTS`].
+
+use crate::dialects::{claude::Claude, codex::Codex, cursor::Cursor};
+use crate::event::{Event, LineMeta};
+use crate::value::Value;
+
+/// The nine dialect names of events/v1, in schema order.
+pub const DIALECTS: [&str; 9] = ["claude", "cursor", "codex", "north", "pi", "grok", "canary", "opencode", "solweb"];
+
+/// One agent CLI's stream format.
+pub trait Dialect {
+    /// The events for one line whose JSON value is an object (`v.is_object()`); an empty result
+    /// becomes `status/unknown`.
+    fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>);
+
+    /// Line-level fields (session id, parent tool use, native type).
+    fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        LineMeta { native_type: v.str_at("type"), ..LineMeta::default() }
+    }
+}
+
+/// A compiled-in dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnyDialect {
+    Claude,
+    Cursor,
+    Codex,
+}
+
+/// Why a dialect name was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameError {
+    Unknown(String),
+    NotImplemented(String),
+}
+
+impl AnyDialect {
+    pub fn from_name(name: &str) -> Result<Self, NameError> {
+        match name {
+            "claude" => Ok(AnyDialect::Claude),
+            "cursor" => Ok(AnyDialect::Cursor),
+            "codex" => Ok(AnyDialect::Codex),
+            n if DIALECTS.contains(&n) => Err(NameError::NotImplemented(n.to_owned())),
+            n => Err(NameError::Unknown(n.to_owned())),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnyDialect::Claude => "claude",
+            AnyDialect::Cursor => "cursor",
+            AnyDialect::Codex => "codex",
+        }
+    }
+
+    pub fn map<'v>(self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        match self {
+            AnyDialect::Claude => Claude.map(v, out),
+            AnyDialect::Cursor => Cursor.map(v, out),
+            AnyDialect::Codex => Codex.map(v, out),
+        }
+    }
+
+    pub fn meta<'v>(self, v: &'v Value<'v>) -> LineMeta<'v> {
+        match self {
+            AnyDialect::Claude => Claude.meta(v),
+            AnyDialect::Cursor => Cursor.meta(v),
+            AnyDialect::Codex => Codex.meta(v),
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! claude: Claude Code `-p --output-format stream-json --verbose` (also Amp, Qwen Code and Grok
+//! Build's `streaming-messages-json`). Mirrors `reference/dialects/claude.py`.
+
+use std::borrow::Cow;
+
+use crate::dialect::Dialect;
+use crate::event::{
+    classify, content_text, error, kind_for_status, msg, name_or_unknown, status, tool_call, tool_result, usage,
+    Event, LineMeta, Text,
+};
+use crate::value::Value;
+
+pub struct Claude;
+
+fn system_subtype(s: &str) -> Option<&'static str> {
+    Some(match s {
+        "init" | "session_start" => "init",
+        "compact_boundary" => "compaction",
+        "task_started" | "task_progress" | "task_notification" | "task_updated" => "subagent",
+        "hook_started" | "hook_response" => "progress",
+        _ => return None,
+    })
+}
+
+fn assistant_error_kind(code: &str) -> Option<&'static str> {
+    match code {
+        "rate_limit" | "billing_error" => Some("quota"),
+        "server_error" => Some("transport"),
+        _ => None,
+    }
+}
+
+impl Dialect for Claude {
+    fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        match v.str_at("type") {
+            Some("assistant") => assistant(v, out),
+            Some("user") => {
+                if let Some(m) = v.get("message").filter(|m| m.is_object()) {
+                    content_events(m.get("content"), "user", out);
+                }
+            }
+            Some("result") => result(v, out),
+            Some("system") => {
+                if let Some(sub) = v.str_at("subtype").and_then(system_subtype) {
+                    out.push(status(sub, v.str_at("description").map(Cow::Borrowed)));
+                }
+            }
+            Some("stream_event") => stream_event(v.get("event"), out),
+            Some("rate_limit_event") => rate_limit(v.get("rate_limit_info"), out),
+            Some("conversation_reset") => out.push(status("init", None)),
+            _ => {}
+        }
+    }
+
+    fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        LineMeta {
+            session_id: v.str_at("session_id"),
+            parent_tool_use_id: v.str_at("parent_tool_use_id"),
+            native_type: v.str_at("type"),
+        }
+    }
+}
+
+/// Events for a message's content blocks (shared with cursor).
+pub fn content_events<'v>(content: Option<&'v Value<'v>>, role: &'static str, out: &mut Vec<Event<'v>>) {
+    let items = match content {
+        Some(Value::Str(s)) => {
+            out.push(msg("text", role, Cow::Borrowed(s.as_ref())));
+            return;
+        }
+        Some(Value::Array(items)) => items,
+        _ => return,
+    };
+    for b in items.iter().filter(|b| b.is_object()) {
+        match b.str_at("type") {
+            Some("text") => {
+                if let Some(t) = b.str_at("text") {
+                    out.push(msg("text", role, t));
+                }
+            }
+            Some("thinking") => {
+                if let Some(t) = b.str_at("thinking") {
+                    out.push(msg("thinking", "assistant", t));
+                }
+            }
+            Some("redacted_thinking") => out.push(msg("thinking", "assistant", "")),
+            Some("tool_use" | "server_tool_use") => {
+                out.push(tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id")));
+            }
+            Some("tool_result") => out.push(tool_result(
+                Cow::Borrowed("unknown"),
+                b.get("tool_use_id"),
+                b.is_true_at("is_error"),
+                content_text(b.get("content")),
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn claude_usage<'v>(scope: &'static str, model: Option<&'v Value<'v>>, u: Option<&'v Value<'v>>, cost: Option<&'v Value<'v>>) -> Event<'v> {
+    let u = u.filter(|u| u.is_object());
+    let get = |k: &str| u.and_then(|u| u.get(k));
+    let cached = get("cache_read_input_tokens");
+    usage(scope, model, &[get("input_tokens"), cached, get("cache_creation_input_tokens")], cached, &[get("output_tokens")], cost)
+}
+
+fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let Some(m) = v.get("message").filter(|m| m.is_object()) else { return };
+    let model = m.get("model");
+    let native_error = v.str_at("error").filter(|e| !e.is_empty());
+    if model.and_then(Value::as_str) == Some("<synthetic>") || native_error.is_some() {
+        let code: Text<'v> = Cow::Borrowed(native_error.unwrap_or("api_error"));
+        let text = content_text(m.get("content"));
+        let text = if text.is_empty() { code.clone() } else { text };
+        let kind = assistant_error_kind(&code).unwrap_or_else(|| classify(&text));
+        out.push(error("api_error", code, text, kind));
+        return;
+    }
+    content_events(m.get("content"), "assistant", out);
+    if m.has("usage") {
+        let mut ev = claude_usage("message", model, m.get("usage"), None);
+        ev.message_id = m.str_at("id");
+        out.push(ev);
+    }
+}
+
+fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let sub = v.str_at("subtype").unwrap_or("");
+    let text = v.str_at("result");
+    if v.is_true_at("is_error") || sub.starts_with("error") {
+        let code = if sub.starts_with("error") { sub } else { "result_error" };
+        let message: Text<'v> = match text {
+            Some(t) if !t.is_empty() => Cow::Borrowed(t),
+            _ => {
+                let joined = joined_errors(v.get("errors"));
+                if joined.is_empty() { Cow::Borrowed(code) } else { Cow::Owned(joined) }
+            }
+        };
+        let kind = kind_for_status(v.get("api_error_status")).unwrap_or_else(|| classify(&message));
+        out.push(error("result_error", code, message, kind));
+    } else {
+        out.push(status("result", text.map(Cow::Borrowed)));
+    }
+    if v.has("usage") || v.has("total_cost_usd") {
+        let model_usage = v.get("modelUsage");
+        let first = match model_usage {
+            Some(Value::Object(pairs)) => pairs.first().map(|(k, _)| k),
+            _ => None,
+        };
+        let mut ev = claude_usage("cumulative", None, v.get("usage"), v.get("total_cost_usd"));
+        if let (Some(k), Some(u)) = (first, ev.usage.as_mut()) {
+            if !k.is_empty() {
+                u.model = Cow::Borrowed(k.as_ref());
+            }
+        }
+        out.push(ev);
+    }
+}
+
+fn joined_errors(errors: Option<&Value<'_>>) -> String {
+    let parts: Vec<&str> = errors.map(Value::items).unwrap_or_default().iter().filter_map(Value::as_str).collect();
+    parts.join("; ")
+}
+
+fn stream_event<'v>(e: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
+    let Some(e) = e.filter(|e| e.is_object()) else { return };
+    if e.str_eq("type", "content_block_delta") {
+        if let Some(d) = e.get("delta").filter(|d| d.is_object()) {
+            let delta = match d.str_at("type") {
+                Some("text_delta") => d.str_at("text").map(|t| msg("text", "assistant", t)),
+                Some("thinking_delta") => d.str_at("thinking").map(|t| msg("thinking", "assistant", t)),
+                _ => None,
+            };
+            if let Some(mut ev) = delta {
+                ev.delta = true;
+                out.push(ev);
+                return;
+            }
+        }
+    }
+    out.push(status("progress", e.str_at("type").map(Cow::Borrowed)));
+}
+
+fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
+    let Some(info) = info.filter(|i| i.is_object()) else {
+        out.push(status("progress", Some(Cow::Borrowed("rate_limit"))));
+        return;
+    };
+    let st = info.str_at("status");
+    if st == Some("rejected") {
+        let message = match info.str_at("rateLimitType") {
+            Some(t) => Cow::Owned(format!("rate limit rejected: {t}")),
+            None => Cow::Borrowed("rate limit rejected"),
+        };
+        out.push(error("rate_limit", "rate_limit", message, "quota"));
+        return;
+    }
+    let text = st.map_or(Cow::Borrowed("rate_limit"), |s| Cow::Owned(format!("rate_limit {s}")));
+    out.push(status("progress", Some(text)));
+}

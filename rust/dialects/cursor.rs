@@ -1,0 +1,123 @@
+//! cursor: Cursor CLI `cursor-agent -p --output-format stream-json`, 2025 and 2026 shapes.
+//! Mirrors `reference/dialects/cursor.py`.
+
+use std::borrow::Cow;
+
+use crate::dialect::Dialect;
+use crate::dialects::claude::content_events;
+use crate::event::{classify, error, msg, status, tool_call, tool_result, usage, Event, LineMeta, Text};
+use crate::value::Value;
+
+pub struct Cursor;
+
+/// Where a finished tool's text lives, per result branch; the first string wins.
+const RESULT_TEXT_FIELDS: [&str; 9] =
+    ["content", "stdout", "resultForModel", "diffString", "output", "text", "stderr", "message", "error"];
+
+impl Dialect for Cursor {
+    fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        let sub = v.str_at("subtype");
+        match v.str_at("type") {
+            Some("system") => {
+                if sub == Some("init") {
+                    out.push(status("init", None));
+                }
+            }
+            Some(role @ ("user" | "assistant")) => {
+                if let Some(m) = v.get("message").filter(|m| m.is_object()) {
+                    content_events(m.get("content"), if role == "user" { "user" } else { "assistant" }, out);
+                }
+            }
+            Some("thinking") => {
+                if sub == Some("completed") {
+                    out.push(status("progress", Some(Cow::Borrowed("thinking completed"))));
+                } else {
+                    out.push(msg("thinking", "assistant", v.str_at("text").unwrap_or("")));
+                }
+            }
+            Some("tool_call") => tool(v, v.get("subtype"), out),
+            Some("result") => result(v, out),
+            _ => {}
+        }
+    }
+
+    fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        LineMeta { session_id: v.str_at("session_id"), native_type: v.str_at("type"), ..LineMeta::default() }
+    }
+}
+
+/// The tool inside `tool_call`: the first `*ToolCall` key, else `function`.
+pub fn find_tool<'v>(tc: Option<&'v Value<'v>>) -> Option<(&'v str, Option<&'v Value<'v>>)> {
+    let tc = tc.filter(|t| t.is_object())?;
+    if let Some(key) = tc.find_key(|k| k.len() > "ToolCall".len() && k.ends_with("ToolCall")) {
+        return Some((key.get(..key.len() - "ToolCall".len()).unwrap_or(key), tc.get(key)));
+    }
+    tc.get("function").map(|f| ("function", Some(f)))
+}
+
+fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
+    let Some((key, body)) = find_tool(v.get("tool_call")) else { return };
+    let body = body.filter(|b| b.is_object());
+    let field = |k: &str| body.and_then(|b| b.get(k));
+    let mut name: Text<'v> = Cow::Borrowed(key);
+    let args;
+    if key == "function" {
+        name = match field("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => Cow::Borrowed(n),
+            _ => Cow::Borrowed("function"),
+        };
+        args = field("arguments");
+    } else {
+        args = field("args");
+        if key == "mcp" {
+            if let Some(n) = args.filter(|a| a.is_object()).and_then(|a| a.str_at("toolName")) {
+                if !n.is_empty() {
+                    name = Cow::Borrowed(n);
+                }
+            }
+        }
+    }
+    let call_id = v.get("call_id");
+    match sub.and_then(Value::as_str) {
+        Some("started") => out.push(tool_call(name, args, call_id)),
+        Some("completed") => {
+            let (is_error, text) = result_text(field("result"));
+            out.push(tool_result(name, call_id, is_error, text));
+        }
+        s => out.push(status("progress", s.map(Cow::Borrowed))),
+    }
+}
+
+fn result_text<'v>(result: Option<&'v Value<'v>>) -> (bool, Text<'v>) {
+    let Some(r) = result.filter(|r| r.is_object()) else {
+        return (false, Cow::Borrowed(result.and_then(Value::as_str).unwrap_or("")));
+    };
+    let Some(key) = r.first_key() else { return (false, Cow::Borrowed("")) };
+    let is_error = key != "success";
+    match r.get(key) {
+        Some(Value::Str(s)) => (is_error, Cow::Borrowed(s.as_ref())),
+        Some(b @ Value::Object(_)) => {
+            let text = RESULT_TEXT_FIELDS.iter().find_map(|f| b.str_at(f)).unwrap_or("");
+            (is_error, Cow::Borrowed(text))
+        }
+        _ => (is_error, Cow::Borrowed("")),
+    }
+}
+
+fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let text = v.str_at("result");
+    if v.is_true_at("is_error") {
+        let message: Text<'v> = match text {
+            Some(t) if !t.is_empty() => Cow::Borrowed(t),
+            _ => Cow::Borrowed("result_error"),
+        };
+        let kind = classify(&message);
+        out.push(error("result_error", "result_error", message, kind));
+    } else {
+        out.push(status("result", text.map(Cow::Borrowed)));
+    }
+    if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        let cached = u.get("cacheReadTokens");
+        out.push(usage("cumulative", None, &[u.get("inputTokens"), cached, u.get("cacheWriteTokens")], cached, &[u.get("outputTokens")], None));
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per dialect, each a unit struct implementing [`crate::dialect::Dialect`].
+
+pub mod claude;
+pub mod codex;
+pub mod cursor;

@@ -1,0 +1,20 @@
+//! checkfu_fast core: coding-agent CLI byte streams -> events/v1 events.
+//!
+//! The pipeline, one module per concern: [`framing`] (bytes -> lines) -> [`budget`] (lexical
+//! depth/node scan) -> [`parse`] (strict JSON into a borrowed [`value::Value`]) -> [`dialect`]
+//! (one file per CLI under [`dialects`], chosen by [`sniff`] for `auto`) -> [`event`]. The
+//! [`normalize`] module wires them per line and per stream. No global state; no Python here
+//! except in `py` (feature `python`), which only translates.
+
+pub mod budget;
+pub mod dialect;
+pub mod dialects;
+pub mod event;
+pub mod framing;
+pub mod normalize;
+pub mod parse;
+pub mod sniff;
+pub mod value;
+
+#[cfg(feature = "python")]
+mod py;

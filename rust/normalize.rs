@@ -1,0 +1,250 @@
+//! The per-line pipeline and the stream engine.
+//!
+//! [`prepare`] turns one framed line into either a finished error/status event or a parsed value
+//! (blank check, budgets, UTF-8, JSON); [`map_line`] runs the dialect. Both are pure and borrow
+//! the line. [`Engine`] owns the only state a stream has: the framer, the `auto` decision and the
+//! lines held until it is made. Mirrors `reference/__init__.py`.
+
+use std::borrow::Cow;
+
+use crate::budget::{self, Budget};
+use crate::dialect::AnyDialect;
+use crate::event::{status, Event, LineMeta, Text};
+use crate::framing::{Framer, Span, Src};
+use crate::parse;
+use crate::sniff::{sniff, AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK};
+use crate::value::Value;
+
+pub const V: &str = "events/v1";
+
+/// What a line became before dialect mapping.
+#[derive(Debug)]
+pub enum Prepared<'a> {
+    /// A framing, budget or parse outcome with no value (`parsed` is null).
+    Fail { raw: Cow<'a, str>, event: Event<'a> },
+    /// A parsed line.
+    Parsed { raw: &'a str, value: Value<'a>, repairs: usize },
+}
+
+impl Prepared<'_> {
+    pub fn raw(&self) -> &str {
+        match self {
+            Prepared::Fail { raw, .. } => raw,
+            Prepared::Parsed { raw, .. } => raw,
+        }
+    }
+
+    pub fn value(&self) -> Option<&Value<'_>> {
+        match self {
+            Prepared::Fail { .. } => None,
+            Prepared::Parsed { value, .. } => Some(value),
+        }
+    }
+}
+
+/// Bytes stripped by Python's `bytes.strip()`: the blank-line test.
+#[inline]
+fn is_blank_byte(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+fn fail<'a>(code: &'static str, message: String) -> Event<'a> {
+    crate::event::error(code, code, Cow::Owned(message), "semantic")
+}
+
+/// Drop an incomplete UTF-8 sequence at the end of a cut prefix (`_cut_utf8`).
+fn cut_utf8(data: &[u8]) -> &[u8] {
+    for back in 1..=data.len().min(4) {
+        let Some(&b) = data.get(data.len() - back) else { break };
+        if b < 0x80 {
+            return data;
+        }
+        if b >= 0xC0 {
+            let need = if b < 0xE0 { 2 } else if b < 0xF0 { 3 } else { 4 };
+            return if back >= need { data } else { data.get(..data.len() - back).unwrap_or_default() };
+        }
+    }
+    data
+}
+
+/// Check and parse one framed line; `None` for a blank line.
+pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Option<Prepared<'a>> {
+    if let Some(total) = total {
+        let raw = String::from_utf8_lossy(cut_utf8(data));
+        let message = format!(
+            "line of {total} bytes exceeds max_line_bytes ({}); raw holds its first {} bytes",
+            budget.max_line_bytes,
+            raw.len()
+        );
+        let mut event = fail("line_too_long", message);
+        event.line_bytes = Some(total);
+        return Some(Prepared::Fail { raw, event });
+    }
+    let first = data.iter().position(|&c| !is_blank_byte(c))?;
+    let text = match std::str::from_utf8(data) {
+        Ok(t) => t,
+        Err(e) => {
+            let message = format!("invalid UTF-8 at byte {}", e.valid_up_to());
+            return Some(Prepared::Fail { raw: String::from_utf8_lossy(data), event: fail("invalid_utf8", message) });
+        }
+    };
+    if matches!(data.get(first), Some(b'{' | b'[')) {
+        if let Some(over) = budget::scan(data, budget.max_depth, budget.max_nodes) {
+            let message = match over {
+                budget::Over::Depth => format!("nesting depth exceeds max_depth ({})", budget.max_depth),
+                budget::Over::Nodes => format!("node count exceeds max_nodes ({})", budget.max_nodes),
+            };
+            return Some(Prepared::Fail { raw: Cow::Borrowed(text), event: fail(over.code(), message) });
+        }
+        return Some(match parse::parse(text) {
+            Ok((value, repairs)) => Prepared::Parsed { raw: text, value, repairs },
+            Err(e) => {
+                let message = format!("{} at column {}", e.message, e.offset + 1);
+                Prepared::Fail { raw: Cow::Borrowed(text), event: fail("invalid_json", message) }
+            }
+        });
+    }
+    Some(match parse::parse(text) {
+        Ok((value, repairs)) => Prepared::Parsed { raw: text, value, repairs },
+        Err(_) => Prepared::Fail {
+            raw: Cow::Borrowed(text),
+            event: status("non_json", Some(Cow::Borrowed(text))),
+        },
+    })
+}
+
+/// One line's events with everything the output needs.
+#[derive(Debug)]
+pub struct LineEvents<'v> {
+    pub position: u64,
+    pub dialect: &'static str,
+    pub raw: &'v str,
+    pub parsed: Option<&'v Value<'v>>,
+    pub meta: LineMeta<'v>,
+    pub repairs: usize,
+    pub events: Vec<Event<'v>>,
+}
+
+fn unknown<'v>() -> Event<'v> {
+    status("unknown", None)
+}
+
+/// Run the dialect over a prepared line.
+pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: AnyDialect) -> LineEvents<'v> {
+    let mut out = LineEvents {
+        position,
+        dialect: dialect.name(),
+        raw: p.raw(),
+        parsed: p.value(),
+        meta: LineMeta::default(),
+        repairs: 0,
+        events: Vec::new(),
+    };
+    match p {
+        Prepared::Fail { event, .. } => out.events.push(event.clone()),
+        Prepared::Parsed { value, repairs, .. } => {
+            out.repairs = *repairs;
+            if value.is_object() {
+                dialect.map(value, &mut out.events);
+                out.meta = dialect.meta(value);
+            }
+            if out.events.is_empty() {
+                out.events.push(unknown());
+            }
+        }
+    }
+    out
+}
+
+/// The fallback notice put before the held lines when no line decided the dialect.
+pub fn fallback_event<'v>(held: usize, dialect: AnyDialect) -> Event<'v> {
+    let text: Text<'v> = Cow::Owned(format!(
+        "no decisive line among the first {held}; normalizing as the {}-compatible shape",
+        dialect.name()
+    ));
+    status("dialect_fallback", Some(text))
+}
+
+/// One line ready for mapping: the span, its dialect and, for the first line after an `auto`
+/// fallback, the number of lines that were held.
+#[derive(Debug)]
+pub struct Item {
+    pub span: Span,
+    pub dialect: AnyDialect,
+    pub fallback: Option<usize>,
+}
+
+/// Stream state: framing plus the `auto` decision.
+#[derive(Debug)]
+pub struct Engine {
+    pub budget: Budget,
+    framer: Framer,
+    dialect: Option<AnyDialect>,
+    held: Vec<Span>,
+    held_bytes: usize,
+    finished: bool,
+}
+
+impl Engine {
+    /// `dialect = None` means `auto`.
+    pub fn new(dialect: Option<AnyDialect>, budget: Budget) -> Self {
+        Engine { budget, framer: Framer::new(budget.max_line_bytes), dialect, held: Vec::new(), held_bytes: 0, finished: false }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Frame a chunk: the lines ready for mapping, in order. Held lines are released (owned)
+    /// once a line decides the dialect.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Item> {
+        let mut spans = Vec::new();
+        self.framer.feed(chunk, &mut spans);
+        self.route(spans, chunk, false)
+    }
+
+    /// End of stream.
+    pub fn finish(&mut self) -> Vec<Item> {
+        let mut spans = Vec::new();
+        if !self.finished {
+            self.finished = true;
+            self.framer.finish(&mut spans);
+        }
+        self.route(spans, &[], true)
+    }
+
+    fn route(&mut self, spans: Vec<Span>, chunk: &[u8], last: bool) -> Vec<Item> {
+        let mut out = Vec::with_capacity(spans.len());
+        for span in spans {
+            if let Some(d) = self.dialect {
+                out.push(Item { span, dialect: d, fallback: None });
+                continue;
+            }
+            let data = span.bytes(chunk);
+            let Some(p) = prepare(data, span.total, &self.budget) else { continue };
+            let decided = p.value().and_then(sniff);
+            self.held_bytes += data.len();
+            let owned = Span { position: span.position, src: Src::Owned(data.to_vec()), total: span.total };
+            self.held.push(owned);
+            if let Some(d) = decided {
+                self.release(d, false, &mut out);
+            } else if self.held.len() >= AUTO_HOLD_LINES || self.held_bytes >= AUTO_HOLD_BYTES {
+                self.release(FALLBACK, true, &mut out);
+            }
+        }
+        if last && self.dialect.is_none() && !self.held.is_empty() {
+            self.release(FALLBACK, true, &mut out);
+        }
+        out
+    }
+
+    fn release(&mut self, d: AnyDialect, fallback: bool, out: &mut Vec<Item>) {
+        self.dialect = Some(d);
+        let held = std::mem::take(&mut self.held);
+        let n = held.len();
+        self.held_bytes = 0;
+        for (i, span) in held.into_iter().enumerate() {
+            out.push(Item { span, dialect: d, fallback: (fallback && i == 0).then_some(n) });
+        }
+    }
+}

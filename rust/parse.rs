@@ -1,0 +1,348 @@
+//! Strict RFC 8259 parser for one line of text, mirrored by `reference/parse.py`.
+//!
+//! Contract: accepts exactly what the reference accepts (no NaN/Infinity, no float that overflows
+//! to infinity, no integer of more than [`MAX_INT_DIGITS`] digits); strings without escapes are
+//! borrowed; a lone surrogate escape becomes U+FFFD and is counted. Errors carry this project's
+//! message and the byte offset where the reference reports it. Recursion depth is bounded by the
+//! budget scan that runs first; [`HARD_DEPTH`] guards direct callers.
+
+use std::borrow::Cow;
+
+use crate::value::Value;
+
+/// Integers with more digits than this are rejected as out of range.
+pub const MAX_INT_DIGITS: usize = 4000;
+/// Absolute nesting guard for callers that skip the budget scan.
+pub const HARD_DEPTH: usize = 1024;
+
+/// A syntax error: a static message and the 0-based byte offset in the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonError {
+    pub message: &'static str,
+    pub offset: usize,
+}
+
+/// The value and the number of lone surrogates repaired.
+pub type Parsed<'a> = (Value<'a>, usize);
+
+/// Parse a whole line.
+pub fn parse(text: &str) -> Result<Parsed<'_>, JsonError> {
+    let mut p = Parser { s: text, b: text.as_bytes(), i: 0, repairs: 0, depth: 0 };
+    p.ws();
+    let v = p.value()?;
+    p.ws();
+    if p.i < p.b.len() {
+        return Err(p.err("trailing characters", p.i));
+    }
+    Ok((v, p.repairs))
+}
+
+struct Parser<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+    repairs: usize,
+    depth: usize,
+}
+
+#[inline]
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, message: &'static str, offset: usize) -> JsonError {
+        JsonError { message, offset }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(c) = self.peek() {
+            if !is_ws(c) {
+                break;
+            }
+            self.i += 1;
+        }
+    }
+
+    fn value(&mut self) -> Result<Value<'a>, JsonError> {
+        match self.peek() {
+            None => Err(self.err("unexpected end of input", self.i)),
+            Some(b'{') => self.object(),
+            Some(b'[') => self.array(),
+            Some(b'"') => Ok(Value::Str(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b't' | b'f' | b'n') => self.literal(),
+            Some(_) => Err(self.err("expected value", self.i)),
+        }
+    }
+
+    fn literal(&mut self) -> Result<Value<'a>, JsonError> {
+        let rest = self.b.get(self.i..).unwrap_or_default();
+        for (word, v) in [(&b"true"[..], Value::Bool(true)), (b"false", Value::Bool(false)), (b"null", Value::Null)] {
+            if rest.starts_with(word) {
+                self.i += word.len();
+                return Ok(v);
+            }
+        }
+        Err(self.err("invalid literal", self.i))
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn number(&mut self) -> Result<Value<'a>, JsonError> {
+        let start = self.i;
+        let bad = |p: &Self| p.err("invalid number", start);
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(bad(self)),
+        }
+        let int_end = self.i;
+        let mut is_float = false;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(bad(self));
+            }
+            is_float = true;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(bad(self));
+            }
+            is_float = true;
+        }
+        let text = self.s.get(start..self.i).ok_or_else(|| bad(self))?;
+        if is_float {
+            let f: f64 = text.parse().map_err(|_| bad(self))?;
+            if f.is_infinite() {
+                return Err(self.err("number out of range", start));
+            }
+            return Ok(Value::Float(f));
+        }
+        let digits = int_end - start - usize::from(text.starts_with('-'));
+        if digits > MAX_INT_DIGITS {
+            return Err(self.err("number out of range", start));
+        }
+        Ok(text.parse::<i64>().map_or(Value::BigInt(text), Value::Int))
+    }
+
+    /// Parse a string starting at the opening quote.
+    fn string(&mut self) -> Result<Cow<'a, str>, JsonError> {
+        let start = self.i;
+        let mut i = start + 1;
+        let mut owned: Option<String> = None;
+        let mut run = i; // start of the pending unescaped run
+        loop {
+            let rest = self.b.get(i..).unwrap_or_default();
+            let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
+                if let Some(j) = rest.iter().position(|&c| c < 0x20) {
+                    return Err(self.err("control character in string", i + j));
+                }
+                return Err(self.err("unterminated string", start));
+            };
+            if let Some(j) = rest.get(..k).and_then(|r| r.iter().position(|&c| c < 0x20)) {
+                return Err(self.err("control character in string", i + j));
+            }
+            let at = i + k;
+            if self.b.get(at) == Some(&b'"') {
+                self.i = at + 1;
+                let tail = self.s.get(run..at).unwrap_or_default();
+                return Ok(match owned {
+                    None => Cow::Borrowed(tail),
+                    Some(mut s) => {
+                        s.push_str(tail);
+                        Cow::Owned(s)
+                    }
+                });
+            }
+            // a backslash at `at`
+            let buf = owned.get_or_insert_with(String::new);
+            buf.push_str(self.s.get(run..at).unwrap_or_default());
+            let Some(&e) = self.b.get(at + 1) else {
+                return Err(JsonError { message: "unterminated string", offset: start });
+            };
+            i = at + 2;
+            match e {
+                b'"' => buf.push('"'),
+                b'\\' => buf.push('\\'),
+                b'/' => buf.push('/'),
+                b'b' => buf.push('\u{8}'),
+                b'f' => buf.push('\u{c}'),
+                b'n' => buf.push('\n'),
+                b'r' => buf.push('\r'),
+                b't' => buf.push('\t'),
+                b'u' => {
+                    let Some(c) = hex4(self.b, at + 2) else {
+                        return Err(JsonError { message: "invalid \\u escape", offset: at });
+                    };
+                    i = at + 6;
+                    if (0xD800..0xDC00).contains(&c) {
+                        // a high surrogate joins a following low-surrogate escape
+                        let low = (self.b.get(i) == Some(&b'\\') && self.b.get(i + 1) == Some(&b'u'))
+                            .then(|| hex4(self.b, i + 2))
+                            .flatten()
+                            .filter(|l| (0xDC00..0xE000).contains(l));
+                        if let Some(l) = low {
+                            let cp = 0x10000 + ((c - 0xD800) << 10) + (l - 0xDC00);
+                            buf.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+                            i += 6;
+                        } else {
+                            buf.push('\u{FFFD}');
+                            self.repairs += 1;
+                        }
+                    } else if let Some(ch) = char::from_u32(c) {
+                        buf.push(ch);
+                    } else {
+                        buf.push('\u{FFFD}'); // a lone low surrogate
+                        self.repairs += 1;
+                    }
+                }
+                _ => return Err(JsonError { message: "invalid escape", offset: at }),
+            }
+            run = i;
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), JsonError> {
+        self.depth += 1;
+        if self.depth > HARD_DEPTH {
+            return Err(self.err("nesting too deep", self.i));
+        }
+        self.i += 1;
+        self.ws();
+        Ok(())
+    }
+
+    fn array(&mut self) -> Result<Value<'a>, JsonError> {
+        self.enter()?;
+        let mut items = Vec::new();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value()?);
+            self.ws();
+            match self.peek() {
+                None => return Err(self.err("unexpected end of input", self.i)),
+                Some(b']') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(Value::Array(items));
+                }
+                Some(b',') => self.i += 1,
+                Some(_) => return Err(self.err("expected ',' or ']'", self.i)),
+            }
+        }
+    }
+
+    fn object(&mut self) -> Result<Value<'a>, JsonError> {
+        self.enter()?;
+        let mut pairs = Vec::new();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(Value::Object(pairs));
+        }
+        loop {
+            self.ws();
+            match self.peek() {
+                None => return Err(self.err("unexpected end of input", self.i)),
+                Some(b'"') => {}
+                Some(_) => return Err(self.err("expected string key", self.i)),
+            }
+            let key = self.string()?;
+            self.ws();
+            match self.peek() {
+                None => return Err(self.err("unexpected end of input", self.i)),
+                Some(b':') => self.i += 1,
+                Some(_) => return Err(self.err("expected ':'", self.i)),
+            }
+            self.ws();
+            let v = self.value()?;
+            pairs.push((key, v));
+            self.ws();
+            match self.peek() {
+                None => return Err(self.err("unexpected end of input", self.i)),
+                Some(b'}') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(Value::Object(pairs));
+                }
+                Some(b',') => self.i += 1,
+                Some(_) => return Err(self.err("expected ',' or '}'", self.i)),
+            }
+        }
+    }
+}
+
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let digits = b.get(at..at + 4)?;
+    let mut v = 0u32;
+    for &d in digits {
+        v = v * 16 + char::from(d).to_digit(16)?;
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(s: &str) -> (&'static str, usize) {
+        let e = parse(s).err().map(|e| (e.message, e.offset));
+        e.unwrap_or(("ok", 0))
+    }
+
+    #[test]
+    fn accepts_values() {
+        assert_eq!(parse("[1, -0, 2.5, \"a\\u00e9\", true, null]").map(|p| p.1), Ok(0));
+        assert_eq!(parse("123456789012345678901234567890").map(|p| p.0), Ok(Value::BigInt("123456789012345678901234567890")));
+        assert_eq!(parse("\"\\ud83d\\ude00\"").map(|p| p.0), Ok(Value::Str(Cow::Owned("😀".into()))));
+    }
+
+    #[test]
+    fn repairs_lone_surrogates() {
+        let (v, n) = parse("[\"\\ud800x\", \"\\udc00\", \"\\ud800\\ud800\\udc00\"]").unwrap_or((Value::Null, 9));
+        assert_eq!(n, 3);
+        assert_eq!(v.items().get(2).and_then(Value::as_str), Some("\u{FFFD}𐀀"));
+    }
+
+    #[test]
+    fn errors_have_offsets() {
+        assert_eq!(err("[1,"), ("unexpected end of input", 3));
+        assert_eq!(err("{\"a\" 1}"), ("expected ':'", 5));
+        assert_eq!(err("[\"a\\x\"]"), ("invalid escape", 3));
+        assert_eq!(err("\"abc"), ("unterminated string", 0));
+        assert_eq!(err("[NaN]"), ("expected value", 1));
+        assert_eq!(err("[1e400]"), ("number out of range", 1));
+        assert_eq!(err("[01]"), ("expected ',' or ']'", 2));
+        assert_eq!(err("[\"a\tb\"]"), ("control character in string", 3));
+        assert_eq!(err("[tru]"), ("invalid literal", 1));
+        assert_eq!(err("{} x"), ("trailing characters", 3));
+    }
+}

@@ -1,0 +1,184 @@
+//! Core values and events -> Python objects. Translation only.
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::{intern, IntoPyObjectExt};
+
+use crate::event::{Event, Num};
+use crate::normalize::{LineEvents, V};
+use crate::value::Value;
+
+/// Object keys seen in this call, so repeated keys share one Python string.
+pub struct KeyCache<'py> {
+    map: HashMap<String, Bound<'py, PyString>>,
+}
+
+const CACHE_KEY_MAX: usize = 48;
+const CACHE_SIZE_MAX: usize = 4096;
+
+impl<'py> KeyCache<'py> {
+    pub fn new() -> Self {
+        KeyCache { map: HashMap::new() }
+    }
+
+    fn key(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
+        if k.len() > CACHE_KEY_MAX {
+            return PyString::new(py, k);
+        }
+        if let Some(s) = self.map.get(k) {
+            return s.clone();
+        }
+        let s = PyString::new(py, k);
+        if self.map.len() < CACHE_SIZE_MAX {
+            self.map.insert(k.to_owned(), s.clone());
+        }
+        s
+    }
+}
+
+pub fn value<'py>(py: Python<'py>, v: &Value<'_>, keys: &mut KeyCache<'py>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_bound_py_any(py)?,
+        Value::Int(i) => i.into_bound_py_any(py)?,
+        Value::BigInt(text) => py.get_type::<pyo3::types::PyInt>().call1((*text,))?,
+        Value::Float(f) => f.into_bound_py_any(py)?,
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(value(py, item, keys)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(pairs) => {
+            let dict = PyDict::new(py);
+            for (k, item) in pairs {
+                dict.set_item(keys.key(py, k), value(py, item, keys)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+fn num<'py>(py: Python<'py>, n: Num) -> PyResult<Bound<'py, PyAny>> {
+    match n {
+        Num::Int(i) => i.into_bound_py_any(py),
+        Num::Float(f) => f.into_bound_py_any(py),
+    }
+}
+
+/// Append the dicts for one line's events to `out`, numbering them from `*seq`.
+pub fn line<'py>(
+    py: Python<'py>,
+    rec: &LineEvents<'_>,
+    seq: &mut u64,
+    keys: &mut KeyCache<'py>,
+    out: &Bound<'py, PyList>,
+) -> PyResult<()> {
+    let raw = PyString::new(py, rec.raw);
+    let parsed = match rec.parsed {
+        Some(v) => value(py, v, keys)?,
+        None => py.None().into_bound(py),
+    };
+    let dialect = PyString::new(py, rec.dialect);
+    for ev in &rec.events {
+        let d = event(py, ev, rec, *seq, &dialect)?;
+        d.set_item(intern!(py, "raw"), &raw)?;
+        d.set_item(intern!(py, "parsed"), &parsed)?;
+        out.append(d)?;
+        *seq += 1;
+    }
+    Ok(())
+}
+
+fn event<'py>(
+    py: Python<'py>,
+    ev: &Event<'_>,
+    rec: &LineEvents<'_>,
+    seq: u64,
+    dialect: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "v"), intern!(py, V))?;
+    d.set_item(intern!(py, "seq"), seq)?;
+    d.set_item(intern!(py, "position"), rec.position)?;
+    d.set_item(intern!(py, "dialect"), dialect)?;
+    d.set_item(intern!(py, "kind"), ev.kind)?;
+    d.set_item(intern!(py, "subtype"), ev.subtype.as_ref())?;
+    if let Some(role) = ev.role {
+        d.set_item(intern!(py, "role"), role)?;
+    }
+    if let Some(text) = &ev.text {
+        d.set_item(intern!(py, "text"), text.as_ref())?;
+    }
+    if let Some(tool) = &ev.tool {
+        let t = PyDict::new(py);
+        t.set_item(intern!(py, "name"), tool.name.as_ref())?;
+        if let Some(args) = tool.arguments {
+            t.set_item(intern!(py, "arguments"), value(py, args, &mut KeyCache::new())?)?;
+        }
+        if let Some(id) = tool.id {
+            t.set_item(intern!(py, "id"), id)?;
+        }
+        if let Some(e) = tool.is_error {
+            t.set_item(intern!(py, "isError"), e)?;
+        }
+        d.set_item(intern!(py, "tool"), t)?;
+    }
+    if let Some(err) = &ev.error {
+        let e = PyDict::new(py);
+        e.set_item(intern!(py, "code"), err.code.as_ref())?;
+        e.set_item(intern!(py, "message"), err.message.as_ref())?;
+        e.set_item(intern!(py, "errorKind"), err.kind)?;
+        d.set_item(intern!(py, "error"), e)?;
+    }
+    if let Some(u) = &ev.usage {
+        let e = PyDict::new(py);
+        if let Some(n) = u.input {
+            e.set_item(intern!(py, "inputTokens"), num(py, n)?)?;
+        }
+        if let Some(n) = u.output {
+            e.set_item(intern!(py, "outputTokens"), num(py, n)?)?;
+        }
+        if let Some(n) = u.cached {
+            e.set_item(intern!(py, "cachedTokens"), num(py, n)?)?;
+        }
+        if let Some(n) = u.cost {
+            e.set_item(intern!(py, "costUsd"), num(py, n)?)?;
+        }
+        e.set_item(intern!(py, "model"), u.model.as_ref())?;
+        if u.unknown {
+            e.set_item(intern!(py, "unknown"), true)?;
+        }
+        d.set_item(intern!(py, "usage"), e)?;
+    }
+    if let Some(scope) = ev.usage_scope {
+        d.set_item(intern!(py, "usageScope"), scope)?;
+    }
+    if let Some(id) = ev.message_id {
+        d.set_item(intern!(py, "messageId"), id)?;
+    }
+    if ev.delta {
+        d.set_item(intern!(py, "delta"), true)?;
+    }
+    if let Some(n) = ev.line_bytes {
+        d.set_item(intern!(py, "truncated"), true)?;
+        d.set_item(intern!(py, "lineBytes"), n)?;
+    }
+    if let Some(s) = rec.meta.session_id {
+        d.set_item(intern!(py, "sessionId"), s)?;
+    }
+    if let Some(s) = rec.meta.parent_tool_use_id {
+        d.set_item(intern!(py, "parentToolUseId"), s)?;
+    }
+    if let Some(s) = rec.meta.native_type {
+        d.set_item(intern!(py, "nativeType"), s)?;
+    }
+    if rec.repairs > 0 {
+        d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
+    }
+    Ok(d)
+}

@@ -1,0 +1,157 @@
+//! The `checkfu_fast._native` module: argument extraction, the GIL policy and error mapping.
+//! No normalization logic lives here.
+
+mod convert;
+
+use pyo3::exceptions::{PyNotImplementedError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::PyList;
+
+use crate::budget::{Budget, MAX_DEPTH_LIMIT};
+use crate::dialect::{AnyDialect, NameError, DIALECTS};
+use crate::event::LineMeta;
+use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents};
+
+/// Inputs at least this large are processed with the GIL released.
+const DETACH_BYTES: usize = 64 << 10;
+/// Lines are prepared and converted in groups of about this many input bytes.
+const GROUP_BYTES: usize = 4 << 20;
+
+fn dialect_arg(name: &str) -> PyResult<Option<AnyDialect>> {
+    if name == "auto" {
+        return Ok(None);
+    }
+    AnyDialect::from_name(name).map(Some).map_err(|e| match e {
+        NameError::Unknown(n) => PyValueError::new_err(format!(
+            "unknown dialect {n:?}; expected one of: auto, {}",
+            DIALECTS.join(", ")
+        )),
+        NameError::NotImplemented(n) => PyNotImplementedError::new_err(format!("dialect {n:?} is not implemented yet")),
+    })
+}
+
+fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Budget> {
+    let check = |name: &str, v: i64, high: i64| -> PyResult<usize> {
+        if (1..=high).contains(&v) {
+            usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} out of range")))
+        } else {
+            Err(PyValueError::new_err(format!("{name} must be between 1 and {high}, got {v}")))
+        }
+    };
+    Ok(Budget {
+        max_line_bytes: check("max_line_bytes", max_line_bytes, 1 << 40)?,
+        max_depth: check("max_depth", max_depth, MAX_DEPTH_LIMIT as i64)?,
+        max_nodes: check("max_nodes", max_nodes, 1 << 40)?,
+    })
+}
+
+/// Map, convert and append the events of `items` framed from `chunk`.
+fn emit(py: Python<'_>, items: &[Item], chunk: &[u8], budget: &Budget, seq: &mut u64, out: &Bound<'_, PyList>) -> PyResult<()> {
+    let mut keys = convert::KeyCache::new();
+    let mut start = 0;
+    while start < items.len() {
+        // one group: bounded input bytes, so memory stays bounded on huge inputs
+        let mut end = start;
+        let mut bytes = 0usize;
+        while end < items.len() && (end == start || bytes < GROUP_BYTES) {
+            bytes += items.get(end).map_or(0, |it| it.span.bytes(chunk).len());
+            end += 1;
+        }
+        let group = items.get(start..end).unwrap_or_default();
+        let work = || -> Vec<(Option<crate::normalize::Prepared<'_>>, &Item)> {
+            group.iter().map(|it| (prepare(it.span.bytes(chunk), it.span.total, budget), it)).collect()
+        };
+        let prepared = if bytes >= DETACH_BYTES { py.detach(work) } else { work() };
+        let map = || -> Vec<(LineEvents<'_>, Option<usize>)> {
+            prepared
+                .iter()
+                .filter_map(|(p, it)| p.as_ref().map(|p| (map_line(it.span.position, p, it.dialect), it.fallback)))
+                .collect()
+        };
+        let mapped = if bytes >= DETACH_BYTES { py.detach(map) } else { map() };
+        for (rec, fallback) in &mapped {
+            if let Some(held) = fallback {
+                let head = LineEvents {
+                    position: rec.position,
+                    dialect: rec.dialect,
+                    raw: rec.raw,
+                    parsed: rec.parsed,
+                    meta: LineMeta::default(),
+                    repairs: 0,
+                    events: vec![fallback_event(*held, crate::sniff::FALLBACK)],
+                };
+                convert::line(py, &head, seq, &mut keys, out)?;
+            }
+            convert::line(py, rec, seq, &mut keys, out)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Normalize a whole stream (bytes) to a list of event dicts.
+#[pyfunction]
+#[pyo3(signature = (data, dialect = "auto", max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+fn normalize<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    dialect: &str,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut engine = Engine::new(dialect_arg(dialect)?, budget_arg(max_line_bytes, max_depth, max_nodes)?);
+    let out = PyList::empty(py);
+    let mut seq = 0u64;
+    let bytes: &[u8] = &data;
+    let items = if bytes.len() >= DETACH_BYTES { py.detach(|| engine.feed(bytes)) } else { engine.feed(bytes) };
+    emit(py, &items, bytes, &engine.budget, &mut seq, &out)?;
+    let items = engine.finish();
+    emit(py, &items, &[], &engine.budget, &mut seq, &out)?;
+    Ok(out)
+}
+
+/// Incremental normalizer: `feed(chunk)` then `finish()`.
+#[pyclass(module = "checkfu_fast._native")]
+struct Normalizer {
+    engine: Engine,
+    seq: u64,
+}
+
+#[pymethods]
+impl Normalizer {
+    #[new]
+    #[pyo3(signature = (dialect = "auto", max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+    fn new(dialect: &str, max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Self> {
+        Ok(Normalizer { engine: Engine::new(dialect_arg(dialect)?, budget_arg(max_line_bytes, max_depth, max_nodes)?), seq: 0 })
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
+        if self.engine.is_finished() {
+            return Err(PyValueError::new_err("feed() after finish()"));
+        }
+        let bytes: &[u8] = &chunk;
+        let engine = &mut self.engine;
+        let items = if bytes.len() >= DETACH_BYTES { py.detach(|| engine.feed(bytes)) } else { engine.feed(bytes) };
+        let out = PyList::empty(py);
+        emit(py, &items, bytes, &self.engine.budget, &mut self.seq, &out)?;
+        Ok(out)
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self.engine.finish();
+        let out = PyList::empty(py);
+        emit(py, &items, &[], &self.engine.budget, &mut self.seq, &out)?;
+        Ok(out)
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_class::<Normalizer>()?;
+    m.add("DIALECTS", DIALECTS.to_vec())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
