@@ -18,7 +18,11 @@ pub const MAX_DEPTH_LIMIT: usize = 512;
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { max_line_bytes: 64 << 20, max_depth: 64, max_nodes: 1_000_000 }
+        Budget {
+            max_line_bytes: 64 << 20,
+            max_depth: 64,
+            max_nodes: 1_000_000,
+        }
     }
 }
 
@@ -41,7 +45,10 @@ impl Over {
 
 #[inline]
 fn is_delim(c: u8) -> bool {
-    matches!(c, b'[' | b']' | b'{' | b'}' | b'"' | b',' | b':' | b' ' | b'\t' | b'\r' | b'\n')
+    matches!(
+        c,
+        b'[' | b']' | b'{' | b'}' | b'"' | b',' | b':' | b' ' | b'\t' | b'\r' | b'\n'
+    )
 }
 
 /// Scan a JSON candidate line; `Some` names the first limit crossed in byte order.

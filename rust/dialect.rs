@@ -8,7 +8,9 @@ use crate::event::{Event, LineMeta};
 use crate::value::Value;
 
 /// The nine dialect names of events/v1, in schema order.
-pub const DIALECTS: [&str; 9] = ["claude", "cursor", "codex", "north", "pi", "grok", "canary", "opencode", "solweb"];
+pub const DIALECTS: [&str; 9] = [
+    "claude", "cursor", "codex", "north", "pi", "grok", "canary", "opencode", "solweb",
+];
 
 /// One agent CLI's stream format.
 pub trait Dialect {
@@ -18,7 +20,10 @@ pub trait Dialect {
 
     /// Line-level fields (session id, parent tool use, native type).
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta { native_type: v.str_at("type"), ..LineMeta::default() }
+        LineMeta {
+            native_type: v.str_at("type"),
+            ..LineMeta::default()
+        }
     }
 }
 

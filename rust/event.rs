@@ -28,9 +28,11 @@ impl Num {
     }
 
     /// Python's `+` (int + int stays exact; anything with a float is a float).
-    pub fn add(self, other: Num) -> Num {
+    pub fn plus(self, other: Num) -> Num {
         match (self, other) {
-            (Num::Int(a), Num::Int(b)) => a.checked_add(b).map_or(Num::Float(a as f64 + b as f64), Num::Int),
+            (Num::Int(a), Num::Int(b)) => a
+                .checked_add(b)
+                .map_or(Num::Float(a as f64 + b as f64), Num::Int),
             (Num::Int(a), Num::Float(b)) => Num::Float(a as f64 + b),
             (Num::Float(a), Num::Int(b)) => Num::Float(a + b as f64),
             (Num::Float(a), Num::Float(b)) => Num::Float(a + b),
@@ -139,7 +141,9 @@ pub fn content_text<'v>(content: Option<&'v Value<'v>>) -> Text<'v> {
                 .iter()
                 .filter(|b| b.is_object() && b.str_eq("type", "text"))
                 .filter_map(|b| b.str_at("text"));
-            let Some(first) = texts.next() else { return Cow::Borrowed("") };
+            let Some(first) = texts.next() else {
+                return Cow::Borrowed("");
+            };
             match texts.next() {
                 None => Cow::Borrowed(first),
                 Some(second) => {
@@ -168,21 +172,57 @@ pub fn or_str<'v>(text: Option<&'v str>, fallback: &'static str) -> Text<'v> {
 }
 
 pub fn msg<'v>(subtype: &'static str, role: &'static str, text: impl Into<Text<'v>>) -> Event<'v> {
-    Event { kind: "message", subtype: Cow::Borrowed(subtype), role: Some(role), text: Some(text.into()), ..Event::default() }
+    Event {
+        kind: "message",
+        subtype: Cow::Borrowed(subtype),
+        role: Some(role),
+        text: Some(text.into()),
+        ..Event::default()
+    }
 }
 
 pub fn status<'v>(subtype: &'static str, text: Option<Text<'v>>) -> Event<'v> {
-    Event { kind: "status", subtype: Cow::Borrowed(subtype), text, ..Event::default() }
+    Event {
+        kind: "status",
+        subtype: Cow::Borrowed(subtype),
+        text,
+        ..Event::default()
+    }
 }
 
-pub fn tool_call<'v>(name: Text<'v>, arguments: Option<&'v Value<'v>>, call_id: Option<&'v Value<'v>>) -> Event<'v> {
+pub fn tool_call<'v>(
+    name: Text<'v>,
+    arguments: Option<&'v Value<'v>>,
+    call_id: Option<&'v Value<'v>>,
+) -> Event<'v> {
     let arguments = arguments.filter(|a| !matches!(a, Value::Null));
-    let tool = Tool { name, arguments, id: call_id.and_then(Value::as_str), is_error: None };
-    Event { kind: "tool_call", subtype: Cow::Borrowed("tool_use"), role: Some("assistant"), tool: Some(tool), ..Event::default() }
+    let tool = Tool {
+        name,
+        arguments,
+        id: call_id.and_then(Value::as_str),
+        is_error: None,
+    };
+    Event {
+        kind: "tool_call",
+        subtype: Cow::Borrowed("tool_use"),
+        role: Some("assistant"),
+        tool: Some(tool),
+        ..Event::default()
+    }
 }
 
-pub fn tool_result<'v>(name: Text<'v>, call_id: Option<&'v Value<'v>>, is_error: bool, text: Text<'v>) -> Event<'v> {
-    let tool = Tool { name, arguments: None, id: call_id.and_then(Value::as_str), is_error: Some(is_error) };
+pub fn tool_result<'v>(
+    name: Text<'v>,
+    call_id: Option<&'v Value<'v>>,
+    is_error: bool,
+    text: Text<'v>,
+) -> Event<'v> {
+    let tool = Tool {
+        name,
+        arguments: None,
+        id: call_id.and_then(Value::as_str),
+        is_error: Some(is_error),
+    };
     Event {
         kind: "message",
         subtype: Cow::Borrowed("tool_result"),
@@ -193,10 +233,28 @@ pub fn tool_result<'v>(name: Text<'v>, call_id: Option<&'v Value<'v>>, is_error:
     }
 }
 
-pub fn error<'v>(subtype: impl Into<Text<'v>>, code: impl Into<Text<'v>>, message: Text<'v>, kind: &'static str) -> Event<'v> {
+pub fn error<'v>(
+    subtype: impl Into<Text<'v>>,
+    code: impl Into<Text<'v>>,
+    message: Text<'v>,
+    kind: &'static str,
+) -> Event<'v> {
     let code = code.into();
-    let message = if message.is_empty() { code.clone() } else { message };
-    Event { kind: "error", subtype: subtype.into(), error: Some(ErrorInfo { code, message, kind }), ..Event::default() }
+    let message = if message.is_empty() {
+        code.clone()
+    } else {
+        message
+    };
+    Event {
+        kind: "error",
+        subtype: subtype.into(),
+        error: Some(ErrorInfo {
+            code,
+            message,
+            kind,
+        }),
+        ..Event::default()
+    }
 }
 
 /// A usage event (`usage` in the reference): `inputs` summed into inputTokens, `outputs` into
@@ -214,14 +272,21 @@ pub fn usage<'v>(
     let known = !(ins.is_empty() && outs.is_empty());
     let (mut input, mut output, mut cached_n) = (None, None, None);
     if known {
-        let total_in = ins.iter().fold(Num::Int(0), |a, b| a.add(*b));
-        let total_out = outs.iter().fold(Num::Int(0), |a, b| a.add(*b));
+        let total_in = ins.iter().fold(Num::Int(0), |a, b| a.plus(*b));
+        let total_out = outs.iter().fold(Num::Int(0), |a, b| a.plus(*b));
         let c = Num::count(cached).unwrap_or(Num::Int(0));
         cached_n = Some(if c.le(total_in) { c } else { total_in });
         input = Some(total_in);
         output = Some(total_out);
     }
-    let u = Usage { input, output, cached: cached_n, cost: Num::count(cost), model: name_or_unknown(model), unknown: !known };
+    let u = Usage {
+        input,
+        output,
+        cached: cached_n,
+        cost: Num::count(cost),
+        model: name_or_unknown(model),
+        unknown: !known,
+    };
     Event {
         kind: "usage",
         subtype: Cow::Borrowed(scope),
@@ -269,7 +334,11 @@ const TRANSPORT_NEEDLES: &[&str] = &[
 pub fn classify(message: &str) -> &'static str {
     let low = message.to_ascii_lowercase();
     let codes = status_codes(low.as_bytes());
-    let has = |needles: &[&str]| needles.iter().any(|n| memchr::memmem::find(low.as_bytes(), n.as_bytes()).is_some());
+    let has = |needles: &[&str]| {
+        needles
+            .iter()
+            .any(|n| memchr::memmem::find(low.as_bytes(), n.as_bytes()).is_some())
+    };
     if codes.contains(&429) || has(QUOTA_NEEDLES) {
         return "quota";
     }
@@ -290,7 +359,11 @@ fn status_codes(b: &[u8]) -> Vec<u32> {
                 i += 1;
             }
             if i - start == 3 {
-                let n = b.get(start..i).unwrap_or_default().iter().fold(0u32, |a, d| a * 10 + u32::from(d - b'0'));
+                let n = b
+                    .get(start..i)
+                    .unwrap_or_default()
+                    .iter()
+                    .fold(0u32, |a, d| a * 10 + u32::from(d - b'0'));
                 out.push(n);
             }
         } else {
@@ -317,7 +390,10 @@ mod tests {
     fn classifies_real_messages() {
         assert_eq!(classify("Weekly limit reached ∙ resets 5am"), "quota");
         assert_eq!(classify("Reconnecting... 2/5"), "transport");
-        assert_eq!(classify("exceeded retry limit, last status: 401 Unauthorized, request id: x"), "semantic");
+        assert_eq!(
+            classify("exceeded retry limit, last status: 401 Unauthorized, request id: x"),
+            "semantic"
+        );
         assert_eq!(classify("API Error: 529 {\"type\":\"error\"}"), "transport");
         assert_eq!(classify("API Error: 429"), "quota");
         assert_eq!(classify("used 1500 tokens"), "semantic");
@@ -325,7 +401,7 @@ mod tests {
 
     #[test]
     fn num_arithmetic_matches_python() {
-        assert_eq!(Num::Int(1).add(Num::Float(0.5)), Num::Float(1.5));
+        assert_eq!(Num::Int(1).plus(Num::Float(0.5)), Num::Float(1.5));
         assert!(Num::Int(3).le(Num::Float(3.0)));
         assert!(!Num::Float(3.5).le(Num::Int(3)));
         assert!(Num::Int(9_007_199_254_740_993).le(Num::Float(9_007_199_254_740_994.0)));

@@ -119,7 +119,8 @@ impl Framer {
     fn take(&mut self, bytes: &[u8]) {
         let Some(&last) = bytes.last() else { return };
         let room = (self.max + 1).saturating_sub(self.pending.len());
-        self.pending.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+        self.pending
+            .extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
         self.total += bytes.len() as u64;
         self.last = Some(last);
     }
@@ -128,9 +129,17 @@ impl Framer {
         let cr = end > pos && chunk.get(end - 1) == Some(&b'\r');
         let len = end - pos - usize::from(cr);
         if len > self.max {
-            Span { position: self.start, src: Src::Chunk(pos, pos + self.max), total: Some(len as u64) }
+            Span {
+                position: self.start,
+                src: Src::Chunk(pos, pos + self.max),
+                total: Some(len as u64),
+            }
         } else {
-            Span { position: self.start, src: Src::Chunk(pos, pos + len), total: None }
+            Span {
+                position: self.start,
+                src: Src::Chunk(pos, pos + len),
+                total: None,
+            }
         }
     }
 
@@ -144,10 +153,18 @@ impl Framer {
         self.last = None;
         if length > self.max as u64 {
             data.truncate(self.max);
-            Span { position: self.start, src: Src::Owned(data), total: Some(length) }
+            Span {
+                position: self.start,
+                src: Src::Owned(data),
+                total: Some(length),
+            }
         } else {
             data.truncate(usize::try_from(length).unwrap_or(usize::MAX));
-            Span { position: self.start, src: Src::Owned(data), total: None }
+            Span {
+                position: self.start,
+                src: Src::Owned(data),
+                total: None,
+            }
         }
     }
 }
@@ -162,19 +179,32 @@ mod tests {
         for c in chunks {
             let mut out = Vec::new();
             f.feed(c, &mut out);
-            res.extend(out.iter().map(|s| (s.position, s.bytes(c).to_vec(), s.total)));
+            res.extend(
+                out.iter()
+                    .map(|s| (s.position, s.bytes(c).to_vec(), s.total)),
+            );
         }
         let mut out = Vec::new();
         f.finish(&mut out);
-        res.extend(out.iter().map(|s| (s.position, s.bytes(&[]).to_vec(), s.total)));
+        res.extend(
+            out.iter()
+                .map(|s| (s.position, s.bytes(&[]).to_vec(), s.total)),
+        );
         res
     }
 
     #[test]
     fn splits_and_drops_cr() {
-        let want = vec![(3, b"a".to_vec(), None), (6, b"b\rc".to_vec(), None), (10, b"d\r".to_vec(), None)];
+        let want = vec![
+            (3, b"a".to_vec(), None),
+            (6, b"b\rc".to_vec(), None),
+            (10, b"d\r".to_vec(), None),
+        ];
         assert_eq!(lines(&[b"\xef\xbb\xbfa\r\nb\rc\nd\r"], 10), want);
-        assert_eq!(lines(&[b"\xef", b"\xbb", b"\xbfa\r", b"\nb\rc\nd\r"], 10), want);
+        assert_eq!(
+            lines(&[b"\xef", b"\xbb", b"\xbfa\r", b"\nb\rc\nd\r"], 10),
+            want
+        );
     }
 
     #[test]
@@ -187,7 +217,13 @@ mod tests {
 
     #[test]
     fn short_bom_prefix_is_data() {
-        assert_eq!(lines(&[b"\xef\xbb"], 10), vec![(0, b"\xef\xbb".to_vec(), None)]);
-        assert_eq!(lines(&[b"\xef", b"x\n"], 10), vec![(0, b"\xefx".to_vec(), None)]);
+        assert_eq!(
+            lines(&[b"\xef\xbb"], 10),
+            vec![(0, b"\xef\xbb".to_vec(), None)]
+        );
+        assert_eq!(
+            lines(&[b"\xef", b"x\n"], 10),
+            vec![(0, b"\xefx".to_vec(), None)]
+        );
     }
 }

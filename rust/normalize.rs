@@ -21,9 +21,16 @@ pub const V: &str = "events/v1";
 #[derive(Debug)]
 pub enum Prepared<'a> {
     /// A framing, budget or parse outcome with no value (`parsed` is null).
-    Fail { raw: Cow<'a, str>, event: Event<'a> },
+    Fail {
+        raw: Cow<'a, str>,
+        event: Box<Event<'a>>,
+    },
     /// A parsed line.
-    Parsed { raw: &'a str, value: Value<'a>, repairs: usize },
+    Parsed {
+        raw: &'a str,
+        value: Value<'a>,
+        repairs: usize,
+    },
 }
 
 impl Prepared<'_> {
@@ -55,13 +62,25 @@ fn fail<'a>(code: &'static str, message: String) -> Event<'a> {
 /// Drop an incomplete UTF-8 sequence at the end of a cut prefix (`_cut_utf8`).
 fn cut_utf8(data: &[u8]) -> &[u8] {
     for back in 1..=data.len().min(4) {
-        let Some(&b) = data.get(data.len() - back) else { break };
+        let Some(&b) = data.get(data.len() - back) else {
+            break;
+        };
         if b < 0x80 {
             return data;
         }
         if b >= 0xC0 {
-            let need = if b < 0xE0 { 2 } else if b < 0xF0 { 3 } else { 4 };
-            return if back >= need { data } else { data.get(..data.len() - back).unwrap_or_default() };
+            let need = if b < 0xE0 {
+                2
+            } else if b < 0xF0 {
+                3
+            } else {
+                4
+            };
+            return if back >= need {
+                data
+            } else {
+                data.get(..data.len() - back).unwrap_or_default()
+            };
         }
     }
     data
@@ -78,37 +97,61 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
         );
         let mut event = fail("line_too_long", message);
         event.line_bytes = Some(total);
-        return Some(Prepared::Fail { raw, event });
+        return Some(Prepared::Fail {
+            raw,
+            event: Box::new(event),
+        });
     }
     let first = data.iter().position(|&c| !is_blank_byte(c))?;
     let text = match std::str::from_utf8(data) {
         Ok(t) => t,
         Err(e) => {
             let message = format!("invalid UTF-8 at byte {}", e.valid_up_to());
-            return Some(Prepared::Fail { raw: String::from_utf8_lossy(data), event: fail("invalid_utf8", message) });
+            return Some(Prepared::Fail {
+                raw: String::from_utf8_lossy(data),
+                event: Box::new(fail("invalid_utf8", message)),
+            });
         }
     };
     if matches!(data.get(first), Some(b'{' | b'[')) {
         if let Some(over) = budget::scan(data, budget.max_depth, budget.max_nodes) {
             let message = match over {
-                budget::Over::Depth => format!("nesting depth exceeds max_depth ({})", budget.max_depth),
-                budget::Over::Nodes => format!("node count exceeds max_nodes ({})", budget.max_nodes),
+                budget::Over::Depth => {
+                    format!("nesting depth exceeds max_depth ({})", budget.max_depth)
+                }
+                budget::Over::Nodes => {
+                    format!("node count exceeds max_nodes ({})", budget.max_nodes)
+                }
             };
-            return Some(Prepared::Fail { raw: Cow::Borrowed(text), event: fail(over.code(), message) });
+            return Some(Prepared::Fail {
+                raw: Cow::Borrowed(text),
+                event: Box::new(fail(over.code(), message)),
+            });
         }
         return Some(match parse::parse(text) {
-            Ok((value, repairs)) => Prepared::Parsed { raw: text, value, repairs },
+            Ok((value, repairs)) => Prepared::Parsed {
+                raw: text,
+                value,
+                repairs,
+            },
             Err(e) => {
                 let message = format!("{} at column {}", e.message, e.offset + 1);
-                Prepared::Fail { raw: Cow::Borrowed(text), event: fail("invalid_json", message) }
+                Prepared::Fail {
+                    raw: Cow::Borrowed(text),
+                    event: Box::new(fail("invalid_json", message)),
+                }
             }
         });
     }
     Some(match parse::parse(text) {
-        Ok((value, repairs)) => Prepared::Parsed { raw: text, value, repairs },
+        Ok((value, repairs)) => Prepared::Parsed {
+            raw: text,
+            value,
+            repairs,
+        },
         Err(_) => Prepared::Fail {
             raw: Cow::Borrowed(text),
-            event: status("non_json", Some(Cow::Borrowed(text))),
+            event: Box::new(status("non_json", Some(Cow::Borrowed(text)))),
         },
     })
 }
@@ -141,7 +184,7 @@ pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: AnyDialect) -> 
         events: Vec::new(),
     };
     match p {
-        Prepared::Fail { event, .. } => out.events.push(event.clone()),
+        Prepared::Fail { event, .. } => out.events.push(event.as_ref().clone()),
         Prepared::Parsed { value, repairs, .. } => {
             out.repairs = *repairs;
             if value.is_object() {
@@ -188,7 +231,14 @@ pub struct Engine {
 impl Engine {
     /// `dialect = None` means `auto`.
     pub fn new(dialect: Option<AnyDialect>, budget: Budget) -> Self {
-        Engine { budget, framer: Framer::new(budget.max_line_bytes), dialect, held: Vec::new(), held_bytes: 0, finished: false }
+        Engine {
+            budget,
+            framer: Framer::new(budget.max_line_bytes),
+            dialect,
+            held: Vec::new(),
+            held_bytes: 0,
+            finished: false,
+        }
     }
 
     pub fn is_finished(&self) -> bool {
@@ -217,14 +267,24 @@ impl Engine {
         let mut out = Vec::with_capacity(spans.len());
         for span in spans {
             if let Some(d) = self.dialect {
-                out.push(Item { span, dialect: d, fallback: None });
+                out.push(Item {
+                    span,
+                    dialect: d,
+                    fallback: None,
+                });
                 continue;
             }
             let data = span.bytes(chunk);
-            let Some(p) = prepare(data, span.total, &self.budget) else { continue };
+            let Some(p) = prepare(data, span.total, &self.budget) else {
+                continue;
+            };
             let decided = p.value().and_then(sniff);
             self.held_bytes += data.len();
-            let owned = Span { position: span.position, src: Src::Owned(data.to_vec()), total: span.total };
+            let owned = Span {
+                position: span.position,
+                src: Src::Owned(data.to_vec()),
+                total: span.total,
+            };
             self.held.push(owned);
             if let Some(d) = decided {
                 self.release(d, false, &mut out);
@@ -244,7 +304,11 @@ impl Engine {
         let n = held.len();
         self.held_bytes = 0;
         for (i, span) in held.into_iter().enumerate() {
-            out.push(Item { span, dialect: d, fallback: (fallback && i == 0).then_some(n) });
+            out.push(Item {
+                span,
+                dialect: d,
+                fallback: (fallback && i == 0).then_some(n),
+            });
         }
     }
 }

@@ -27,7 +27,13 @@ pub type Parsed<'a> = (Value<'a>, usize);
 
 /// Parse a whole line.
 pub fn parse(text: &str) -> Result<Parsed<'_>, JsonError> {
-    let mut p = Parser { s: text, b: text.as_bytes(), i: 0, repairs: 0, depth: 0 };
+    let mut p = Parser {
+        s: text,
+        b: text.as_bytes(),
+        i: 0,
+        repairs: 0,
+        depth: 0,
+    };
     p.ws();
     let v = p.value()?;
     p.ws();
@@ -84,7 +90,11 @@ impl<'a> Parser<'a> {
 
     fn literal(&mut self) -> Result<Value<'a>, JsonError> {
         let rest = self.b.get(self.i..).unwrap_or_default();
-        for (word, v) in [(&b"true"[..], Value::Bool(true)), (b"false", Value::Bool(false)), (b"null", Value::Null)] {
+        for (word, v) in [
+            (&b"true"[..], Value::Bool(true)),
+            (b"false", Value::Bool(false)),
+            (b"null", Value::Null),
+        ] {
             if rest.starts_with(word) {
                 self.i += word.len();
                 return Ok(v);
@@ -181,7 +191,10 @@ impl<'a> Parser<'a> {
             let buf = owned.get_or_insert_with(String::new);
             buf.push_str(self.s.get(run..at).unwrap_or_default());
             let Some(&e) = self.b.get(at + 1) else {
-                return Err(JsonError { message: "unterminated string", offset: start });
+                return Err(JsonError {
+                    message: "unterminated string",
+                    offset: start,
+                });
             };
             i = at + 2;
             match e {
@@ -195,15 +208,19 @@ impl<'a> Parser<'a> {
                 b't' => buf.push('\t'),
                 b'u' => {
                     let Some(c) = hex4(self.b, at + 2) else {
-                        return Err(JsonError { message: "invalid \\u escape", offset: at });
+                        return Err(JsonError {
+                            message: "invalid \\u escape",
+                            offset: at,
+                        });
                     };
                     i = at + 6;
                     if (0xD800..0xDC00).contains(&c) {
                         // a high surrogate joins a following low-surrogate escape
-                        let low = (self.b.get(i) == Some(&b'\\') && self.b.get(i + 1) == Some(&b'u'))
-                            .then(|| hex4(self.b, i + 2))
-                            .flatten()
-                            .filter(|l| (0xDC00..0xE000).contains(l));
+                        let low = (self.b.get(i) == Some(&b'\\')
+                            && self.b.get(i + 1) == Some(&b'u'))
+                        .then(|| hex4(self.b, i + 2))
+                        .flatten()
+                        .filter(|l| (0xDC00..0xE000).contains(l));
                         if let Some(l) = low {
                             let cp = 0x10000 + ((c - 0xD800) << 10) + (l - 0xDC00);
                             buf.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
@@ -219,7 +236,12 @@ impl<'a> Parser<'a> {
                         self.repairs += 1;
                     }
                 }
-                _ => return Err(JsonError { message: "invalid escape", offset: at }),
+                _ => {
+                    return Err(JsonError {
+                        message: "invalid escape",
+                        offset: at,
+                    })
+                }
             }
             run = i;
         }
@@ -320,14 +342,24 @@ mod tests {
 
     #[test]
     fn accepts_values() {
-        assert_eq!(parse("[1, -0, 2.5, \"a\\u00e9\", true, null]").map(|p| p.1), Ok(0));
-        assert_eq!(parse("123456789012345678901234567890").map(|p| p.0), Ok(Value::BigInt("123456789012345678901234567890")));
-        assert_eq!(parse("\"\\ud83d\\ude00\"").map(|p| p.0), Ok(Value::Str(Cow::Owned("😀".into()))));
+        assert_eq!(
+            parse("[1, -0, 2.5, \"a\\u00e9\", true, null]").map(|p| p.1),
+            Ok(0)
+        );
+        assert_eq!(
+            parse("123456789012345678901234567890").map(|p| p.0),
+            Ok(Value::BigInt("123456789012345678901234567890"))
+        );
+        assert_eq!(
+            parse("\"\\ud83d\\ude00\"").map(|p| p.0),
+            Ok(Value::Str(Cow::Owned("😀".into())))
+        );
     }
 
     #[test]
     fn repairs_lone_surrogates() {
-        let (v, n) = parse("[\"\\ud800x\", \"\\udc00\", \"\\ud800\\ud800\\udc00\"]").unwrap_or((Value::Null, 9));
+        let (v, n) = parse("[\"\\ud800x\", \"\\udc00\", \"\\ud800\\ud800\\udc00\"]")
+            .unwrap_or((Value::Null, 9));
         assert_eq!(n, 3);
         assert_eq!(v.items().get(2).and_then(Value::as_str), Some("\u{FFFD}𐀀"));
     }

@@ -16,17 +16,30 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         return None;
     }
     if let Some(t) = v.str_at("type") {
-        if t.starts_with("thread.") || t.starts_with("turn.") || t.starts_with("item.") || t == "session.created" {
+        if t.starts_with("thread.")
+            || t.starts_with("turn.")
+            || t.starts_with("item.")
+            || t == "session.created"
+        {
             return Some(AnyDialect::Codex);
         }
         if t == "tool_call" || t == "thinking" || v.has("model_call_id") {
             return Some(AnyDialect::Cursor);
         }
-        if matches!(t, "stream_event" | "rate_limit_event" | "conversation_reset") || v.has("uuid") || v.has("parent_tool_use_id") {
+        if matches!(
+            t,
+            "stream_event" | "rate_limit_event" | "conversation_reset"
+        ) || v.has("uuid")
+            || v.has("parent_tool_use_id")
+        {
             return Some(AnyDialect::Claude);
         }
         if t == "system" && v.str_eq("subtype", "init") {
-            return Some(if v.has("tools") { AnyDialect::Claude } else { AnyDialect::Cursor });
+            return Some(if v.has("tools") {
+                AnyDialect::Claude
+            } else {
+                AnyDialect::Cursor
+            });
         }
         if t == "result" {
             if v.has("request_id") {

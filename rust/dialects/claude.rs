@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, kind_for_status, msg, name_or_unknown, status, tool_call, tool_result, usage,
-    Event, LineMeta, Text,
+    classify, content_text, error, kind_for_status, msg, name_or_unknown, status, tool_call,
+    tool_result, usage, Event, LineMeta, Text,
 };
 use crate::value::Value;
 
@@ -62,7 +62,11 @@ impl Dialect for Claude {
 }
 
 /// Events for a message's content blocks (shared with cursor).
-pub fn content_events<'v>(content: Option<&'v Value<'v>>, role: &'static str, out: &mut Vec<Event<'v>>) {
+pub fn content_events<'v>(
+    content: Option<&'v Value<'v>>,
+    role: &'static str,
+    out: &mut Vec<Event<'v>>,
+) {
     let items = match content {
         Some(Value::Str(s)) => {
             out.push(msg("text", role, Cow::Borrowed(s.as_ref())));
@@ -85,7 +89,11 @@ pub fn content_events<'v>(content: Option<&'v Value<'v>>, role: &'static str, ou
             }
             Some("redacted_thinking") => out.push(msg("thinking", "assistant", "")),
             Some("tool_use" | "server_tool_use") => {
-                out.push(tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id")));
+                out.push(tool_call(
+                    name_or_unknown(b.get("name")),
+                    b.get("input"),
+                    b.get("id"),
+                ));
             }
             Some("tool_result") => out.push(tool_result(
                 Cow::Borrowed("unknown"),
@@ -98,15 +106,33 @@ pub fn content_events<'v>(content: Option<&'v Value<'v>>, role: &'static str, ou
     }
 }
 
-fn claude_usage<'v>(scope: &'static str, model: Option<&'v Value<'v>>, u: Option<&'v Value<'v>>, cost: Option<&'v Value<'v>>) -> Event<'v> {
+fn claude_usage<'v>(
+    scope: &'static str,
+    model: Option<&'v Value<'v>>,
+    u: Option<&'v Value<'v>>,
+    cost: Option<&'v Value<'v>>,
+) -> Event<'v> {
     let u = u.filter(|u| u.is_object());
     let get = |k: &str| u.and_then(|u| u.get(k));
     let cached = get("cache_read_input_tokens");
-    usage(scope, model, &[get("input_tokens"), cached, get("cache_creation_input_tokens")], cached, &[get("output_tokens")], cost)
+    usage(
+        scope,
+        model,
+        &[
+            get("input_tokens"),
+            cached,
+            get("cache_creation_input_tokens"),
+        ],
+        cached,
+        &[get("output_tokens")],
+        cost,
+    )
 }
 
 fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
-    let Some(m) = v.get("message").filter(|m| m.is_object()) else { return };
+    let Some(m) = v.get("message").filter(|m| m.is_object()) else {
+        return;
+    };
     let model = m.get("model");
     let native_error = v.str_at("error").filter(|e| !e.is_empty());
     if model.and_then(Value::as_str) == Some("<synthetic>") || native_error.is_some() {
@@ -129,12 +155,20 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let sub = v.str_at("subtype").unwrap_or("");
     let text = v.str_at("result");
     if v.is_true_at("is_error") || sub.starts_with("error") {
-        let code = if sub.starts_with("error") { sub } else { "result_error" };
+        let code = if sub.starts_with("error") {
+            sub
+        } else {
+            "result_error"
+        };
         let message: Text<'v> = match text {
             Some(t) if !t.is_empty() => Cow::Borrowed(t),
             _ => {
                 let joined = joined_errors(v.get("errors"));
-                if joined.is_empty() { Cow::Borrowed(code) } else { Cow::Owned(joined) }
+                if joined.is_empty() {
+                    Cow::Borrowed(code)
+                } else {
+                    Cow::Owned(joined)
+                }
             }
         };
         let kind = kind_for_status(v.get("api_error_status")).unwrap_or_else(|| classify(&message));
@@ -159,17 +193,26 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
 }
 
 fn joined_errors(errors: Option<&Value<'_>>) -> String {
-    let parts: Vec<&str> = errors.map(Value::items).unwrap_or_default().iter().filter_map(Value::as_str).collect();
+    let parts: Vec<&str> = errors
+        .map(Value::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     parts.join("; ")
 }
 
 fn stream_event<'v>(e: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
-    let Some(e) = e.filter(|e| e.is_object()) else { return };
+    let Some(e) = e.filter(|e| e.is_object()) else {
+        return;
+    };
     if e.str_eq("type", "content_block_delta") {
         if let Some(d) = e.get("delta").filter(|d| d.is_object()) {
             let delta = match d.str_at("type") {
                 Some("text_delta") => d.str_at("text").map(|t| msg("text", "assistant", t)),
-                Some("thinking_delta") => d.str_at("thinking").map(|t| msg("thinking", "assistant", t)),
+                Some("thinking_delta") => d
+                    .str_at("thinking")
+                    .map(|t| msg("thinking", "assistant", t)),
                 _ => None,
             };
             if let Some(mut ev) = delta {
@@ -196,6 +239,8 @@ fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
         out.push(error("rate_limit", "rate_limit", message, "quota"));
         return;
     }
-    let text = st.map_or(Cow::Borrowed("rate_limit"), |s| Cow::Owned(format!("rate_limit {s}")));
+    let text = st.map_or(Cow::Borrowed("rate_limit"), |s| {
+        Cow::Owned(format!("rate_limit {s}"))
+    });
     out.push(status("progress", Some(text)));
 }

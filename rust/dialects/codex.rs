@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, msg, name_or_unknown, or_str, status, tool_call, tool_result, usage, Event,
-    LineMeta, Text,
+    classify, content_text, error, msg, name_or_unknown, or_str, status, tool_call, tool_result,
+    usage, Event, LineMeta, Text,
 };
 use crate::value::Value;
 
@@ -20,7 +20,8 @@ impl Dialect for Codex {
                 legacy(m, out);
             } else if let Some(p) = v.str_at("prompt") {
                 out.push(msg("text", "user", p));
-            } else if v.has("model") && (v.has("provider") || v.has("sandbox") || v.has("approval")) {
+            } else if v.has("model") && (v.has("provider") || v.has("sandbox") || v.has("approval"))
+            {
                 out.push(status("init", v.str_at("model").map(Cow::Borrowed)));
             }
             return;
@@ -35,7 +36,10 @@ impl Dialect for Codex {
                 }
             }
             "turn.failed" => {
-                let m = v.get("error").filter(|e| e.is_object()).and_then(|e| e.str_at("message"));
+                let m = v
+                    .get("error")
+                    .filter(|e| e.is_object())
+                    .and_then(|e| e.str_at("message"));
                 let message = or_str(m, "turn failed");
                 let kind = classify(&message);
                 out.push(error("turn_failed", "turn_failed", message, kind));
@@ -51,25 +55,41 @@ impl Dialect for Codex {
                 }
             }
             "item.plan.delta" => out.push(status("progress", v.str_at("delta").map(Cow::Borrowed))),
-            "request_user_input" => out.push(status("progress", Some(Cow::Borrowed("request_user_input")))),
+            "request_user_input" => out.push(status(
+                "progress",
+                Some(Cow::Borrowed("request_user_input")),
+            )),
             _ => {}
         }
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
         let m = v.get("msg").filter(|m| m.is_object());
-        let session_id = v.str_at("thread_id").or_else(|| m.and_then(|m| m.str_at("session_id")));
+        let session_id = v
+            .str_at("thread_id")
+            .or_else(|| m.and_then(|m| m.str_at("session_id")));
         let native_type = match m {
             Some(m) if !v.has("type") => m.str_at("type"),
             _ => v.str_at("type"),
         };
-        LineMeta { session_id, native_type, ..LineMeta::default() }
+        LineMeta {
+            session_id,
+            native_type,
+            ..LineMeta::default()
+        }
     }
 }
 
 /// `input_tokens` already includes `cached_input_tokens`; `output_tokens` includes reasoning.
 fn codex_usage<'v>(u: &'v Value<'v>) -> Event<'v> {
-    usage("cumulative", None, &[u.get("input_tokens")], u.get("cached_input_tokens"), &[u.get("output_tokens")], None)
+    usage(
+        "cumulative",
+        None,
+        &[u.get("input_tokens")],
+        u.get("cached_input_tokens"),
+        &[u.get("output_tokens")],
+        None,
+    )
 }
 
 fn text_or_empty<'v>(v: &'v Value<'v>, key: &str) -> Text<'v> {
@@ -84,7 +104,9 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     .and_then(Value::as_str);
     let iid = item.get("id");
     match it {
-        Some("agent_message" | "assistant_message") => out.push(msg("text", "assistant", text_or_empty(item, "text"))),
+        Some("agent_message" | "assistant_message") => {
+            out.push(msg("text", "assistant", text_or_empty(item, "text")))
+        }
         Some("reasoning") => out.push(msg("thinking", "assistant", text_or_empty(item, "text"))),
         Some("command_execution") => match phase {
             "started" => out.push(tool_call(Cow::Borrowed("shell"), item.get("command"), iid)),
@@ -92,7 +114,12 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 let failed = matches!(item.str_at("status"), Some("failed" | "declined"))
                     || matches!(item.get("exit_code"), Some(Value::Int(c)) if *c != 0)
                     || matches!(item.get("exit_code"), Some(Value::BigInt(_)));
-                out.push(tool_result(Cow::Borrowed("shell"), iid, failed, text_or_empty(item, "aggregated_output")));
+                out.push(tool_result(
+                    Cow::Borrowed("shell"),
+                    iid,
+                    failed,
+                    text_or_empty(item, "aggregated_output"),
+                ));
             }
             _ => out.push(status("progress", Some(Cow::Borrowed("command_execution")))),
         },
@@ -101,7 +128,10 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             match phase {
                 "started" => out.push(tool_call(name, item.get("arguments"), iid)),
                 "completed" => {
-                    let err_text = item.get("error").filter(|e| e.is_object()).and_then(|e| e.str_at("message"));
+                    let err_text = item
+                        .get("error")
+                        .filter(|e| e.is_object())
+                        .and_then(|e| e.str_at("message"));
                     let text = match err_text {
                         Some(t) if !t.is_empty() => Cow::Borrowed(t),
                         _ => match item.get("result").filter(|r| r.is_object()) {
@@ -116,14 +146,31 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             }
         }
         Some("web_search") => match phase {
-            "started" => out.push(tool_call(Cow::Borrowed("web_search"), item.get("query"), iid)),
-            "completed" => out.push(tool_result(Cow::Borrowed("web_search"), iid, false, text_or_empty(item, "query"))),
+            "started" => out.push(tool_call(
+                Cow::Borrowed("web_search"),
+                item.get("query"),
+                iid,
+            )),
+            "completed" => out.push(tool_result(
+                Cow::Borrowed("web_search"),
+                iid,
+                false,
+                text_or_empty(item, "query"),
+            )),
             _ => out.push(status("progress", Some(Cow::Borrowed("web_search")))),
         },
-        Some("file_change") => out.push(status("file_change", Some(Cow::Owned(changes_text(item.get("changes")))))),
-        Some("todo_list") => out.push(status("progress", Some(Cow::Owned(todo_text(item.get("items")))))),
+        Some("file_change") => out.push(status(
+            "file_change",
+            Some(Cow::Owned(changes_text(item.get("changes")))),
+        )),
+        Some("todo_list") => out.push(status(
+            "progress",
+            Some(Cow::Owned(todo_text(item.get("items")))),
+        )),
         Some("plan") => out.push(status("progress", item.str_at("text").map(Cow::Borrowed))),
-        Some("collab_tool_call") => out.push(status("subagent", item.str_at("tool").map(Cow::Borrowed))),
+        Some("collab_tool_call") => {
+            out.push(status("subagent", item.str_at("tool").map(Cow::Borrowed)))
+        }
         Some("error") => {
             let message = or_str(item.str_at("message"), "error");
             let kind = classify(&message);
@@ -135,7 +182,12 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
 
 fn changes_text(changes: Option<&Value<'_>>) -> String {
     let mut lines = Vec::new();
-    for c in changes.map(Value::items).unwrap_or_default().iter().filter(|c| c.is_object()) {
+    for c in changes
+        .map(Value::items)
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c.is_object())
+    {
         if let Some(path) = c.str_at("path") {
             lines.push(match c.str_at("kind") {
                 Some(k) => format!("{k} {path}"),
@@ -148,9 +200,21 @@ fn changes_text(changes: Option<&Value<'_>>) -> String {
 
 fn todo_text(items: Option<&Value<'_>>) -> String {
     let mut lines = Vec::new();
-    for i in items.map(Value::items).unwrap_or_default().iter().filter(|i| i.is_object()) {
+    for i in items
+        .map(Value::items)
+        .unwrap_or_default()
+        .iter()
+        .filter(|i| i.is_object())
+    {
         if let Some(t) = i.str_at("text") {
-            lines.push(format!("{}{t}", if i.is_true_at("completed") { "[x] " } else { "[ ] " }));
+            lines.push(format!(
+                "{}{t}",
+                if i.is_true_at("completed") {
+                    "[x] "
+                } else {
+                    "[ ] "
+                }
+            ));
         }
     }
     lines.join("\n")
@@ -161,8 +225,13 @@ fn legacy_status(t: &str) -> Option<(&'static str, &'static str)> {
         "session_configured" => ("init", "model"),
         "task_started" => ("turn_started", "message"),
         "task_complete" => ("turn_completed", "last_agent_message"),
-        "agent_reasoning_section_break" | "exec_command_output_delta" | "plan_update" | "background_event"
-        | "exec_approval_request" | "apply_patch_approval_request" | "shutdown_complete" => ("progress", "message"),
+        "agent_reasoning_section_break"
+        | "exec_command_output_delta"
+        | "plan_update"
+        | "background_event"
+        | "exec_approval_request"
+        | "apply_patch_approval_request"
+        | "shutdown_complete" => ("progress", "message"),
         "turn_diff" => ("file_change", "unified_diff"),
         _ => return None,
     })
@@ -177,7 +246,9 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let cid = m.get("call_id");
     match t {
         "agent_message" => out.push(msg("text", "assistant", text_or_empty(m, "message"))),
-        "agent_reasoning" | "agent_reasoning_raw_content" => out.push(msg("thinking", "assistant", text_or_empty(m, "text"))),
+        "agent_reasoning" | "agent_reasoning_raw_content" => {
+            out.push(msg("thinking", "assistant", text_or_empty(m, "text")))
+        }
         "exec_command_begin" => out.push(tool_call(Cow::Borrowed("shell"), m.get("command"), cid)),
         "exec_command_end" => {
             let failed = matches!(m.get("exit_code"), Some(Value::Int(c)) if *c != 0)
@@ -188,7 +259,11 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             };
             out.push(tool_result(Cow::Borrowed("shell"), cid, failed, text));
         }
-        "patch_apply_begin" => out.push(tool_call(Cow::Borrowed("apply_patch"), m.get("changes"), cid)),
+        "patch_apply_begin" => out.push(tool_call(
+            Cow::Borrowed("apply_patch"),
+            m.get("changes"),
+            cid,
+        )),
         "patch_apply_end" => {
             let ok = m.is_true_at("success");
             let text = text_or_empty(m, if ok { "stdout" } else { "stderr" });
@@ -204,9 +279,19 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             }
         }
         "web_search_begin" => out.push(tool_call(Cow::Borrowed("web_search"), m.get("query"), cid)),
-        "web_search_end" => out.push(tool_result(Cow::Borrowed("web_search"), cid, false, text_or_empty(m, "query"))),
+        "web_search_end" => out.push(tool_result(
+            Cow::Borrowed("web_search"),
+            cid,
+            false,
+            text_or_empty(m, "query"),
+        )),
         "token_count" => {
-            if let Some(total) = m.get("info").filter(|i| i.is_object()).and_then(|i| i.get("total_token_usage")).filter(|t| t.is_object()) {
+            if let Some(total) = m
+                .get("info")
+                .filter(|i| i.is_object())
+                .and_then(|i| i.get("total_token_usage"))
+                .filter(|t| t.is_object())
+            {
                 out.push(codex_usage(total));
             } else if m.has("input_tokens") || m.has("output_tokens") {
                 out.push(codex_usage(m));
@@ -215,13 +300,24 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             }
         }
         "error" | "stream_error" => {
-            let message = or_str(m.str_at("message"), if t == "error" { "error" } else { "stream_error" });
+            let message = or_str(
+                m.str_at("message"),
+                if t == "error" {
+                    "error"
+                } else {
+                    "stream_error"
+                },
+            );
             let kind = classify(&message);
             if t == "error" {
                 out.push(error("api_error", "error", message, kind));
             } else {
                 // a retry notice: transport unless the text says quota
-                let kind = if kind == "quota" { "quota" } else { "transport" };
+                let kind = if kind == "quota" {
+                    "quota"
+                } else {
+                    "transport"
+                };
                 out.push(error("stream_error", "stream_error", message, kind));
             }
         }
@@ -233,11 +329,20 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
 }
 
-fn legacy_mcp_end<'v>(name: Text<'v>, cid: Option<&'v Value<'v>>, result: Option<&'v Value<'v>>) -> Event<'v> {
+fn legacy_mcp_end<'v>(
+    name: Text<'v>,
+    cid: Option<&'v Value<'v>>,
+    result: Option<&'v Value<'v>>,
+) -> Event<'v> {
     if let Some(r) = result.filter(|r| r.is_object()) {
         if let Some(ok) = r.get("Ok") {
             if ok.is_object() {
-                return tool_result(name, cid, ok.is_true_at("isError"), content_text(ok.get("content")));
+                return tool_result(
+                    name,
+                    cid,
+                    ok.is_true_at("isError"),
+                    content_text(ok.get("content")),
+                );
             }
             return tool_result(name, cid, false, Cow::Borrowed(""));
         }

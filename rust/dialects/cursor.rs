@@ -5,32 +5,46 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::dialects::claude::content_events;
-use crate::event::{classify, error, msg, status, tool_call, tool_result, usage, Event, LineMeta, Text};
+use crate::event::{
+    classify, error, msg, status, tool_call, tool_result, usage, Event, LineMeta, Text,
+};
 use crate::value::Value;
 
 pub struct Cursor;
 
 /// Where a finished tool's text lives, per result branch; the first string wins.
-const RESULT_TEXT_FIELDS: [&str; 9] =
-    ["content", "stdout", "resultForModel", "diffString", "output", "text", "stderr", "message", "error"];
+const RESULT_TEXT_FIELDS: [&str; 9] = [
+    "content",
+    "stdout",
+    "resultForModel",
+    "diffString",
+    "output",
+    "text",
+    "stderr",
+    "message",
+    "error",
+];
 
 impl Dialect for Cursor {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let sub = v.str_at("subtype");
         match v.str_at("type") {
-            Some("system") => {
-                if sub == Some("init") {
-                    out.push(status("init", None));
-                }
-            }
+            Some("system") if sub == Some("init") => out.push(status("init", None)),
             Some(role @ ("user" | "assistant")) => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
-                    content_events(m.get("content"), if role == "user" { "user" } else { "assistant" }, out);
+                    content_events(
+                        m.get("content"),
+                        if role == "user" { "user" } else { "assistant" },
+                        out,
+                    );
                 }
             }
             Some("thinking") => {
                 if sub == Some("completed") {
-                    out.push(status("progress", Some(Cow::Borrowed("thinking completed"))));
+                    out.push(status(
+                        "progress",
+                        Some(Cow::Borrowed("thinking completed")),
+                    ));
                 } else {
                     out.push(msg("thinking", "assistant", v.str_at("text").unwrap_or("")));
                 }
@@ -42,7 +56,11 @@ impl Dialect for Cursor {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta { session_id: v.str_at("session_id"), native_type: v.str_at("type"), ..LineMeta::default() }
+        LineMeta {
+            session_id: v.str_at("session_id"),
+            native_type: v.str_at("type"),
+            ..LineMeta::default()
+        }
     }
 }
 
@@ -50,13 +68,18 @@ impl Dialect for Cursor {
 pub fn find_tool<'v>(tc: Option<&'v Value<'v>>) -> Option<(&'v str, Option<&'v Value<'v>>)> {
     let tc = tc.filter(|t| t.is_object())?;
     if let Some(key) = tc.find_key(|k| k.len() > "ToolCall".len() && k.ends_with("ToolCall")) {
-        return Some((key.get(..key.len() - "ToolCall".len()).unwrap_or(key), tc.get(key)));
+        return Some((
+            key.get(..key.len() - "ToolCall".len()).unwrap_or(key),
+            tc.get(key),
+        ));
     }
     tc.get("function").map(|f| ("function", Some(f)))
 }
 
 fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
-    let Some((key, body)) = find_tool(v.get("tool_call")) else { return };
+    let Some((key, body)) = find_tool(v.get("tool_call")) else {
+        return;
+    };
     let body = body.filter(|b| b.is_object());
     let field = |k: &str| body.and_then(|b| b.get(k));
     let mut name: Text<'v> = Cow::Borrowed(key);
@@ -70,7 +93,10 @@ fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v
     } else {
         args = field("args");
         if key == "mcp" {
-            if let Some(n) = args.filter(|a| a.is_object()).and_then(|a| a.str_at("toolName")) {
+            if let Some(n) = args
+                .filter(|a| a.is_object())
+                .and_then(|a| a.str_at("toolName"))
+            {
                 if !n.is_empty() {
                     name = Cow::Borrowed(n);
                 }
@@ -90,14 +116,22 @@ fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v
 
 fn result_text<'v>(result: Option<&'v Value<'v>>) -> (bool, Text<'v>) {
     let Some(r) = result.filter(|r| r.is_object()) else {
-        return (false, Cow::Borrowed(result.and_then(Value::as_str).unwrap_or("")));
+        return (
+            false,
+            Cow::Borrowed(result.and_then(Value::as_str).unwrap_or("")),
+        );
     };
-    let Some(key) = r.first_key() else { return (false, Cow::Borrowed("")) };
+    let Some(key) = r.first_key() else {
+        return (false, Cow::Borrowed(""));
+    };
     let is_error = key != "success";
     match r.get(key) {
         Some(Value::Str(s)) => (is_error, Cow::Borrowed(s.as_ref())),
         Some(b @ Value::Object(_)) => {
-            let text = RESULT_TEXT_FIELDS.iter().find_map(|f| b.str_at(f)).unwrap_or("");
+            let text = RESULT_TEXT_FIELDS
+                .iter()
+                .find_map(|f| b.str_at(f))
+                .unwrap_or("");
             (is_error, Cow::Borrowed(text))
         }
         _ => (is_error, Cow::Borrowed("")),
@@ -118,6 +152,13 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
     if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
         let cached = u.get("cacheReadTokens");
-        out.push(usage("cumulative", None, &[u.get("inputTokens"), cached, u.get("cacheWriteTokens")], cached, &[u.get("outputTokens")], None));
+        out.push(usage(
+            "cumulative",
+            None,
+            &[u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
+            cached,
+            &[u.get("outputTokens")],
+            None,
+        ));
     }
 }

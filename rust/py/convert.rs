@@ -20,7 +20,9 @@ const CACHE_SIZE_MAX: usize = 4096;
 
 impl<'py> KeyCache<'py> {
     pub fn new() -> Self {
-        KeyCache { map: HashMap::new() }
+        KeyCache {
+            map: HashMap::new(),
+        }
     }
 
     fn key(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
@@ -38,7 +40,11 @@ impl<'py> KeyCache<'py> {
     }
 }
 
-pub fn value<'py>(py: Python<'py>, v: &Value<'_>, keys: &mut KeyCache<'py>) -> PyResult<Bound<'py, PyAny>> {
+pub fn value<'py>(
+    py: Python<'py>,
+    v: &Value<'_>,
+    keys: &mut KeyCache<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => b.into_bound_py_any(py)?,
@@ -118,7 +124,10 @@ fn event<'py>(
         let t = PyDict::new(py);
         t.set_item(intern!(py, "name"), tool.name.as_ref())?;
         if let Some(args) = tool.arguments {
-            t.set_item(intern!(py, "arguments"), value(py, args, &mut KeyCache::new())?)?;
+            t.set_item(
+                intern!(py, "arguments"),
+                value(py, args, &mut KeyCache::new())?,
+            )?;
         }
         if let Some(id) = tool.id {
             t.set_item(intern!(py, "id"), id)?;

@@ -27,7 +27,9 @@ fn dialect_arg(name: &str) -> PyResult<Option<AnyDialect>> {
             "unknown dialect {n:?}; expected one of: auto, {}",
             DIALECTS.join(", ")
         )),
-        NameError::NotImplemented(n) => PyNotImplementedError::new_err(format!("dialect {n:?} is not implemented yet")),
+        NameError::NotImplemented(n) => {
+            PyNotImplementedError::new_err(format!("dialect {n:?} is not implemented yet"))
+        }
     })
 }
 
@@ -36,7 +38,9 @@ fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<B
         if (1..=high).contains(&v) {
             usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} out of range")))
         } else {
-            Err(PyValueError::new_err(format!("{name} must be between 1 and {high}, got {v}")))
+            Err(PyValueError::new_err(format!(
+                "{name} must be between 1 and {high}, got {v}"
+            )))
         }
     };
     Ok(Budget {
@@ -47,7 +51,14 @@ fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<B
 }
 
 /// Map, convert and append the events of `items` framed from `chunk`.
-fn emit(py: Python<'_>, items: &[Item], chunk: &[u8], budget: &Budget, seq: &mut u64, out: &Bound<'_, PyList>) -> PyResult<()> {
+fn emit(
+    py: Python<'_>,
+    items: &[Item],
+    chunk: &[u8],
+    budget: &Budget,
+    seq: &mut u64,
+    out: &Bound<'_, PyList>,
+) -> PyResult<()> {
     let mut keys = convert::KeyCache::new();
     let mut start = 0;
     while start < items.len() {
@@ -60,16 +71,30 @@ fn emit(py: Python<'_>, items: &[Item], chunk: &[u8], budget: &Budget, seq: &mut
         }
         let group = items.get(start..end).unwrap_or_default();
         let work = || -> Vec<(Option<crate::normalize::Prepared<'_>>, &Item)> {
-            group.iter().map(|it| (prepare(it.span.bytes(chunk), it.span.total, budget), it)).collect()
+            group
+                .iter()
+                .map(|it| (prepare(it.span.bytes(chunk), it.span.total, budget), it))
+                .collect()
         };
-        let prepared = if bytes >= DETACH_BYTES { py.detach(work) } else { work() };
+        let prepared = if bytes >= DETACH_BYTES {
+            py.detach(work)
+        } else {
+            work()
+        };
         let map = || -> Vec<(LineEvents<'_>, Option<usize>)> {
             prepared
                 .iter()
-                .filter_map(|(p, it)| p.as_ref().map(|p| (map_line(it.span.position, p, it.dialect), it.fallback)))
+                .filter_map(|(p, it)| {
+                    p.as_ref()
+                        .map(|p| (map_line(it.span.position, p, it.dialect), it.fallback))
+                })
                 .collect()
         };
-        let mapped = if bytes >= DETACH_BYTES { py.detach(map) } else { map() };
+        let mapped = if bytes >= DETACH_BYTES {
+            py.detach(map)
+        } else {
+            map()
+        };
         for (rec, fallback) in &mapped {
             if let Some(held) = fallback {
                 let head = LineEvents {
@@ -101,11 +126,18 @@ fn normalize<'py>(
     max_depth: i64,
     max_nodes: i64,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut engine = Engine::new(dialect_arg(dialect)?, budget_arg(max_line_bytes, max_depth, max_nodes)?);
+    let mut engine = Engine::new(
+        dialect_arg(dialect)?,
+        budget_arg(max_line_bytes, max_depth, max_nodes)?,
+    );
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let items = if bytes.len() >= DETACH_BYTES { py.detach(|| engine.feed(bytes)) } else { engine.feed(bytes) };
+    let items = if bytes.len() >= DETACH_BYTES {
+        py.detach(|| engine.feed(bytes))
+    } else {
+        engine.feed(bytes)
+    };
     emit(py, &items, bytes, &engine.budget, &mut seq, &out)?;
     let items = engine.finish();
     emit(py, &items, &[], &engine.budget, &mut seq, &out)?;
@@ -124,7 +156,13 @@ impl Normalizer {
     #[new]
     #[pyo3(signature = (dialect = "auto", max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
     fn new(dialect: &str, max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Self> {
-        Ok(Normalizer { engine: Engine::new(dialect_arg(dialect)?, budget_arg(max_line_bytes, max_depth, max_nodes)?), seq: 0 })
+        Ok(Normalizer {
+            engine: Engine::new(
+                dialect_arg(dialect)?,
+                budget_arg(max_line_bytes, max_depth, max_nodes)?,
+            ),
+            seq: 0,
+        })
     }
 
     fn feed<'py>(&mut self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
@@ -133,7 +171,11 @@ impl Normalizer {
         }
         let bytes: &[u8] = &chunk;
         let engine = &mut self.engine;
-        let items = if bytes.len() >= DETACH_BYTES { py.detach(|| engine.feed(bytes)) } else { engine.feed(bytes) };
+        let items = if bytes.len() >= DETACH_BYTES {
+            py.detach(|| engine.feed(bytes))
+        } else {
+            engine.feed(bytes)
+        };
         let out = PyList::empty(py);
         emit(py, &items, bytes, &self.engine.budget, &mut self.seq, &out)?;
         Ok(out)
