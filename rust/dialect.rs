@@ -3,8 +3,11 @@
 //! A dialect maps one parsed JSON object to events; it is pure and stateless per line. Adding a
 //! dialect is one new file under `dialects/`, one variant here and its name in [`DIALECTS`].
 
+use std::sync::Arc;
+
 use crate::dialects::{claude::Claude, codex::Codex, cursor::Cursor};
 use crate::event::{Event, LineMeta};
+use crate::mapping::{builtins, Mapping};
 use crate::value::Value;
 
 /// The nine dialect names of events/v1, in schema order.
@@ -27,12 +30,13 @@ pub trait Dialect {
     }
 }
 
-/// A compiled-in dialect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A compiled-in dialect, or one defined by a mapping file (built in or the user's).
+#[derive(Debug, Clone, PartialEq)]
 pub enum AnyDialect {
     Claude,
     Cursor,
     Codex,
+    Mapped(Arc<Mapping>),
 }
 
 /// Why a dialect name was refused.
@@ -48,32 +52,40 @@ impl AnyDialect {
             "claude" => Ok(AnyDialect::Claude),
             "cursor" => Ok(AnyDialect::Cursor),
             "codex" => Ok(AnyDialect::Codex),
+            n if builtins().iter().any(|m| m.dialect == n) => {
+                let m = builtins().iter().find(|m| m.dialect == n).cloned();
+                m.map(AnyDialect::Mapped)
+                    .ok_or_else(|| NameError::NotImplemented(n.to_owned()))
+            }
             n if DIALECTS.contains(&n) => Err(NameError::NotImplemented(n.to_owned())),
             n => Err(NameError::Unknown(n.to_owned())),
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             AnyDialect::Claude => "claude",
             AnyDialect::Cursor => "cursor",
             AnyDialect::Codex => "codex",
+            AnyDialect::Mapped(m) => m.dialect,
         }
     }
 
-    pub fn map<'v>(self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    pub fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         match self {
             AnyDialect::Claude => Claude.map(v, out),
             AnyDialect::Cursor => Cursor.map(v, out),
             AnyDialect::Codex => Codex.map(v, out),
+            AnyDialect::Mapped(m) => m.map(v, out),
         }
     }
 
-    pub fn meta<'v>(self, v: &'v Value<'v>) -> LineMeta<'v> {
+    pub fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
         match self {
             AnyDialect::Claude => Claude.meta(v),
             AnyDialect::Cursor => Cursor.meta(v),
             AnyDialect::Codex => Codex.meta(v),
+            AnyDialect::Mapped(m) => m.meta(v),
         }
     }
 }

@@ -173,7 +173,7 @@ fn unknown<'v>() -> Event<'v> {
 }
 
 /// Run the dialect over a prepared line.
-pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: AnyDialect) -> LineEvents<'v> {
+pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: &AnyDialect) -> LineEvents<'v> {
     let mut out = LineEvents {
         position,
         dialect: dialect.name(),
@@ -200,7 +200,7 @@ pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: AnyDialect) -> 
 }
 
 /// The fallback notice put before the held lines when no line decided the dialect.
-pub fn fallback_event<'v>(held: usize, dialect: AnyDialect) -> Event<'v> {
+pub fn fallback_event<'v>(held: usize, dialect: &AnyDialect) -> Event<'v> {
     let text: Text<'v> = Cow::Owned(format!(
         "no decisive line among the first {held}; normalizing as the {}-compatible shape",
         dialect.name()
@@ -208,12 +208,11 @@ pub fn fallback_event<'v>(held: usize, dialect: AnyDialect) -> Event<'v> {
     status("dialect_fallback", Some(text))
 }
 
-/// One line ready for mapping: the span, its dialect and, for the first line after an `auto`
-/// fallback, the number of lines that were held.
+/// One line ready for mapping (with [`Engine::dialect`]): the span and, for the first line
+/// after an `auto` fallback, the number of lines that were held.
 #[derive(Debug)]
 pub struct Item {
     pub span: Span,
-    pub dialect: AnyDialect,
     pub fallback: Option<usize>,
 }
 
@@ -241,6 +240,11 @@ impl Engine {
         }
     }
 
+    /// The dialect of every item returned so far (`None` while `auto` is undecided).
+    pub fn dialect(&self) -> Option<&AnyDialect> {
+        self.dialect.as_ref()
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished
     }
@@ -266,10 +270,9 @@ impl Engine {
     fn route(&mut self, spans: Vec<Span>, chunk: &[u8], last: bool) -> Vec<Item> {
         let mut out = Vec::with_capacity(spans.len());
         for span in spans {
-            if let Some(d) = self.dialect {
+            if self.dialect.is_some() {
                 out.push(Item {
                     span,
-                    dialect: d,
                     fallback: None,
                 });
                 continue;
@@ -306,7 +309,6 @@ impl Engine {
         for (i, span) in held.into_iter().enumerate() {
             out.push(Item {
                 span,
-                dialect: d,
                 fallback: (fallback && i == 0).then_some(n),
             });
         }

@@ -1,6 +1,7 @@
 //! `auto`: which dialect a parsed line proves, if any. Mirrors `reference/sniff.py`.
 
 use crate::dialect::AnyDialect;
+use crate::mapping::builtins;
 use crate::value::Value;
 
 /// Lines held before a decision at most (then the fallback fires).
@@ -49,7 +50,7 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
                 return Some(AnyDialect::Claude);
             }
         }
-        return None;
+        return mapped(v);
     }
     if v.get("msg").is_some_and(Value::is_object) && v.has("id") {
         return Some(AnyDialect::Codex);
@@ -57,5 +58,14 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
     if v.has("model") && (v.has("sandbox") || v.has("approval") || v.has("provider")) {
         return Some(AnyDialect::Codex);
     }
-    None
+    mapped(v)
+}
+
+/// The built-in mapping files' own `sniff` conditions, in DIALECTS order.
+fn mapped(v: &Value<'_>) -> Option<AnyDialect> {
+    builtins()
+        .iter()
+        .find(|m| m.sniffs(v))
+        .cloned()
+        .map(AnyDialect::Mapped)
 }

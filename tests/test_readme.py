@@ -1,4 +1,4 @@
-"""The README's Python blocks run as written, from the project root."""
+"""The Python blocks of the README and docs run as written, from the project root."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_readme_python_blocks_run() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+import pytest
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/mappings.md"])
+def test_python_blocks_run(doc: str) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
     assert blocks
     cwd = os.getcwd()
     os.chdir(ROOT)

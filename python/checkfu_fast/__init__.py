@@ -11,8 +11,14 @@ import warnings
 from typing import Any
 
 from . import reference
-from .errors import CheckfuError, DialectNotImplemented, InvalidOption, UnknownDialect
-from .reference import DIALECTS, check_options
+from .errors import (
+    CheckfuError,
+    DialectNotImplemented,
+    InvalidOption,
+    MappingError,
+    UnknownDialect,
+)
+from .reference import DIALECTS, MappedDialect, check_options, load_dialect
 
 try:
     from . import _native
@@ -34,8 +40,11 @@ __all__ = [
     "CheckfuError",
     "DialectNotImplemented",
     "InvalidOption",
+    "MappedDialect",
+    "MappingError",
     "Normalizer",
     "UnknownDialect",
+    "load_dialect",
     "normalize",
     "reference",
 ]
@@ -51,9 +60,18 @@ def _as_bytes(data: Any) -> bytes:
     raise TypeError(f"data must be bytes or str, not {type(data).__name__}")
 
 
+def _native_dialect(dialect: str | MappedDialect) -> Any:
+    """The argument the native core takes: a name, or the mapping compiled once by Rust."""
+    if not isinstance(dialect, MappedDialect):
+        return dialect
+    if dialect.native_handle is None:
+        dialect.native_handle = _native.Mapping(dialect.source)
+    return dialect.native_handle
+
+
 def normalize(
     data: bytes | str,
-    dialect: str = "auto",
+    dialect: str | MappedDialect = "auto",
     *,
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
@@ -65,7 +83,7 @@ def normalize(
     if _native is None:  # pragma: no cover
         return reference.normalize(raw, dialect, max_line_bytes=max_line_bytes,
                                    max_depth=max_depth, max_nodes=max_nodes)
-    return _native.normalize(raw, dialect, max_line_bytes, max_depth, max_nodes)
+    return _native.normalize(raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes)
 
 
 class Normalizer:
@@ -76,7 +94,7 @@ class Normalizer:
 
     def __init__(
         self,
-        dialect: str = "auto",
+        dialect: str | MappedDialect = "auto",
         *,
         max_line_bytes: int = 64 << 20,
         max_depth: int = 64,
@@ -88,7 +106,9 @@ class Normalizer:
                 dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
             )
         else:
-            self._inner = _native.Normalizer(dialect, max_line_bytes, max_depth, max_nodes)
+            self._inner = _native.Normalizer(
+                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes
+            )
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Frame and normalize ``chunk``; returns the events of the lines it completed."""

@@ -23,3 +23,9 @@ class DialectNotImplemented(CheckfuError, NotImplementedError):
 
 class InvalidOption(CheckfuError, ValueError):
     code = "option.invalid"
+
+
+class MappingError(CheckfuError, ValueError):
+    """A dialect mapping file is malformed; the message names the file and JSON pointer."""
+
+    code = "mapping.invalid"

@@ -8,9 +8,12 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyList;
 
+use std::sync::Arc;
+
 use crate::budget::{Budget, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
 use crate::event::LineMeta;
+use crate::mapping::Mapping;
 use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents};
 
 /// Inputs at least this large are processed with the GIL released.
@@ -18,7 +21,33 @@ const DETACH_BYTES: usize = 64 << 10;
 /// Lines are prepared and converted in groups of about this many input bytes.
 const GROUP_BYTES: usize = 4 << 20;
 
-fn dialect_arg(name: &str) -> PyResult<Option<AnyDialect>> {
+/// A compiled mapping-defined dialect (from `checkfu_fast.load_dialect`).
+#[pyclass(module = "checkfu_fast._native", name = "Mapping", frozen)]
+struct PyMapping {
+    inner: Arc<Mapping>,
+}
+
+#[pymethods]
+impl PyMapping {
+    #[new]
+    fn new(text: &str) -> PyResult<Self> {
+        Mapping::compile(text)
+            .map(|m| PyMapping { inner: Arc::new(m) })
+            .map_err(PyValueError::new_err)
+    }
+
+    #[getter]
+    fn dialect(&self) -> &'static str {
+        self.inner.dialect
+    }
+}
+
+fn dialect_arg(d: &Bound<'_, PyAny>) -> PyResult<Option<AnyDialect>> {
+    if let Ok(m) = d.cast::<PyMapping>() {
+        return Ok(Some(AnyDialect::Mapped(Arc::clone(&m.get().inner))));
+    }
+    let name: String = d.extract()?;
+    let name = name.as_str();
     if name == "auto" {
         return Ok(None);
     }
@@ -55,10 +84,14 @@ fn emit(
     py: Python<'_>,
     items: &[Item],
     chunk: &[u8],
-    budget: &Budget,
+    engine: &Engine,
     seq: &mut u64,
     out: &Bound<'_, PyList>,
 ) -> PyResult<()> {
+    let Some(dialect) = engine.dialect() else {
+        return Ok(());
+    };
+    let budget = &engine.budget;
     let mut keys = convert::KeyCache::new();
     let mut start = 0;
     while start < items.len() {
@@ -86,7 +119,7 @@ fn emit(
                 .iter()
                 .filter_map(|(p, it)| {
                     p.as_ref()
-                        .map(|p| (map_line(it.span.position, p, it.dialect), it.fallback))
+                        .map(|p| (map_line(it.span.position, p, dialect), it.fallback))
                 })
                 .collect()
         };
@@ -104,7 +137,7 @@ fn emit(
                     parsed: rec.parsed,
                     meta: LineMeta::default(),
                     repairs: 0,
-                    events: vec![fallback_event(*held, crate::sniff::FALLBACK)],
+                    events: vec![fallback_event(*held, dialect)],
                 };
                 convert::line(py, &head, seq, &mut keys, out)?;
             }
@@ -117,11 +150,11 @@ fn emit(
 
 /// Normalize a whole stream (bytes) to a list of event dicts.
 #[pyfunction]
-#[pyo3(signature = (data, dialect = "auto", max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
 fn normalize<'py>(
     py: Python<'py>,
     data: PyBackedBytes,
-    dialect: &str,
+    dialect: &Bound<'py, PyAny>,
     max_line_bytes: i64,
     max_depth: i64,
     max_nodes: i64,
@@ -138,9 +171,9 @@ fn normalize<'py>(
     } else {
         engine.feed(bytes)
     };
-    emit(py, &items, bytes, &engine.budget, &mut seq, &out)?;
+    emit(py, &items, bytes, &engine, &mut seq, &out)?;
     let items = engine.finish();
-    emit(py, &items, &[], &engine.budget, &mut seq, &out)?;
+    emit(py, &items, &[], &engine, &mut seq, &out)?;
     Ok(out)
 }
 
@@ -154,8 +187,13 @@ struct Normalizer {
 #[pymethods]
 impl Normalizer {
     #[new]
-    #[pyo3(signature = (dialect = "auto", max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
-    fn new(dialect: &str, max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Self> {
+    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+    fn new(
+        dialect: &Bound<'_, PyAny>,
+        max_line_bytes: i64,
+        max_depth: i64,
+        max_nodes: i64,
+    ) -> PyResult<Self> {
         Ok(Normalizer {
             engine: Engine::new(
                 dialect_arg(dialect)?,
@@ -177,14 +215,14 @@ impl Normalizer {
             engine.feed(bytes)
         };
         let out = PyList::empty(py);
-        emit(py, &items, bytes, &self.engine.budget, &mut self.seq, &out)?;
+        emit(py, &items, bytes, &self.engine, &mut self.seq, &out)?;
         Ok(out)
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self.engine.finish();
         let out = PyList::empty(py);
-        emit(py, &items, &[], &self.engine.budget, &mut self.seq, &out)?;
+        emit(py, &items, &[], &self.engine, &mut self.seq, &out)?;
         Ok(out)
     }
 }
@@ -193,6 +231,7 @@ impl Normalizer {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_class::<Normalizer>()?;
+    m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -11,13 +11,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import DialectNotImplemented, InvalidOption, UnknownDialect
-from .dialects import DIALECTS, IMPLEMENTED
+from .dialects import DIALECTS, IMPLEMENTED, MappedDialect, load_dialect
 from .events import Event
 from .framing import Framer, Line
 from .parse import JsonError, parse, scan_budget
 from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
 
-__all__ = ["DIALECTS", "Normalizer", "check_options", "normalize"]
+__all__ = [
+    "DIALECTS",
+    "MappedDialect",
+    "Normalizer",
+    "check_options",
+    "load_dialect",
+    "normalize",
+]
 
 V = "events/v1"
 BLANK = b" \t\r\n\x0b\x0c"
@@ -30,10 +37,14 @@ _ORDER = (
 )  # fmt: skip
 
 
-def check_options(dialect: str, max_line_bytes: int, max_depth: int, max_nodes: int) -> None:
+def check_options(
+    dialect: str | MappedDialect, max_line_bytes: int, max_depth: int, max_nodes: int
+) -> None:
     """Validate arguments exactly as the native module does (same exceptions, same text)."""
+    if isinstance(dialect, MappedDialect):
+        dialect = "auto"  # any loaded mapping is a valid dialect
     if not isinstance(dialect, str):
-        raise TypeError("dialect must be a str")
+        raise TypeError("dialect must be a str or a dialect from load_dialect()")
     if dialect != "auto" and dialect not in DIALECTS:
         raise UnknownDialect(
             f"unknown dialect {dialect!r}; expected one of: auto, {', '.join(DIALECTS)}"
@@ -56,14 +67,14 @@ class Normalizer:
 
     def __init__(
         self,
-        dialect: str = "auto",
+        dialect: str | MappedDialect = "auto",
         *,
         max_line_bytes: int = 64 << 20,
         max_depth: int = 64,
         max_nodes: int = 1_000_000,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
-        self._dialect: str | None = None if dialect == "auto" else dialect
+        self._dialect: Any = None if dialect == "auto" else _resolve(dialect)
         self._max_line_bytes = max_line_bytes
         self._max_depth = max_depth
         self._max_nodes = max_nodes
@@ -110,7 +121,7 @@ class Normalizer:
             self._decide(FALLBACK, out, fallback=True)
 
     def _decide(self, dialect: str, out: list[Event], fallback: bool) -> None:
-        self._dialect = dialect
+        self._dialect = _resolve(dialect)
         held, self._held, self._held_bytes = self._held, [], 0
         if fallback:
             first = held[0]
@@ -128,12 +139,12 @@ class Normalizer:
         out.append(ev)
 
     def _emit(self, p: Prepared, out: list[Event]) -> None:
-        dialect = self._dialect or FALLBACK
+        module = self._dialect
+        dialect = module.NAME
         if p.event is not None:
             self._push(_finish(p.position, dialect, p.event, p.raw, None), out)
             return
         value = p.value
-        module = IMPLEMENTED[dialect]
         extra: dict[str, Any] = {"repairedSurrogates": p.repairs} if p.repairs else {}
         if not isinstance(value, dict):
             self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out)
@@ -190,6 +201,10 @@ class Normalizer:
         return Prepared(line.position, size=len(data), raw=text, value=value, repairs=repairs, ok=True)
 
 
+def _resolve(dialect: str | MappedDialect) -> Any:
+    return dialect if isinstance(dialect, MappedDialect) else IMPLEMENTED[dialect]
+
+
 class Prepared:
     """A framed, checked and parsed line, before dialect mapping."""
 
@@ -242,7 +257,7 @@ def _finish(position: int, dialect: str, ev: Event, raw: str, parsed: Any,
 
 def normalize(
     data: bytes | str,
-    dialect: str = "auto",
+    dialect: str | MappedDialect = "auto",
     *,
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,

@@ -37,9 +37,20 @@ def sniff(v: Any) -> str | None:
                 return "cursor"
             if "total_cost_usd" in v or "modelUsage" in v or "num_turns" in v:
                 return "claude"
-        return None
+        return _mapped(v)
     if isinstance(v.get("msg"), dict) and "id" in v:
         return "codex"
     if "model" in v and ("sandbox" in v or "approval" in v or "provider" in v):
         return "codex"
+    return _mapped(v)
+
+
+def _mapped(v: dict[str, Any]) -> str | None:
+    """The built-in mapping files' own ``sniff`` conditions, in DIALECTS order."""
+    from . import mapping
+    from .dialects import BUILTIN_MAPPED
+
+    for name, d in BUILTIN_MAPPED.items():
+        if mapping.sniffs(d.mapping, v):
+            return name
     return None
