@@ -5,9 +5,16 @@ from typing import Any
 DIALECTS: list[str]
 __version__: str
 
+class Mapping:
+    """A mapping-defined dialect compiled by the core (see docs/mappings.md)."""
+
+    def __init__(self, text: str) -> None: ...
+    @property
+    def dialect(self) -> str: ...
+
 def normalize(
     data: bytes,
-    dialect: str = "auto",
+    dialect: str | Mapping,
     max_line_bytes: int = ...,
     max_depth: int = ...,
     max_nodes: int = ...,
@@ -16,7 +23,7 @@ def normalize(
 class Normalizer:
     def __init__(
         self,
-        dialect: str = "auto",
+        dialect: str | Mapping,
         max_line_bytes: int = ...,
         max_depth: int = ...,
         max_nodes: int = ...,
