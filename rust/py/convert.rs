@@ -10,9 +10,32 @@ use crate::event::{Event, Num};
 use crate::normalize::{LineEvents, V};
 use crate::value::Value;
 
+/// FNV-1a: object keys are short, and SipHash's DoS resistance buys nothing for a cache that
+/// stops growing at [`CACHE_SIZE_MAX`] entries.
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 /// Object keys seen in this call, so repeated keys share one Python string.
 pub struct KeyCache<'py> {
-    map: HashMap<String, Bound<'py, PyString>>,
+    map: HashMap<String, Bound<'py, PyString>, std::hash::BuildHasherDefault<Fnv>>,
 }
 
 const CACHE_KEY_MAX: usize = 48;
@@ -21,7 +44,7 @@ const CACHE_SIZE_MAX: usize = 4096;
 impl<'py> KeyCache<'py> {
     pub fn new() -> Self {
         KeyCache {
-            map: HashMap::new(),
+            map: HashMap::default(),
         }
     }
 
@@ -40,10 +63,78 @@ impl<'py> KeyCache<'py> {
     }
 }
 
+/// Python objects of `parsed` that the line's events reuse (their `text` and
+/// `tool.arguments`), so one line's strings are decoded once and shared, as in the reference.
+struct Shared<'py> {
+    /// (address, length) of wanted strings and (address, 0) of wanted values.
+    wanted: Vec<(usize, usize)>,
+    found: Vec<((usize, usize), Bound<'py, PyAny>)>,
+}
+
+impl<'py> Shared<'py> {
+    fn for_events(events: &[Event<'_>]) -> Self {
+        let mut wanted = Vec::new();
+        for ev in events {
+            if let Some(std::borrow::Cow::Borrowed(t)) = &ev.text {
+                if !t.is_empty() {
+                    wanted.push((t.as_ptr() as usize, t.len()));
+                }
+            }
+            if let Some(args) = ev.tool.as_ref().and_then(|t| t.arguments) {
+                wanted.push((std::ptr::from_ref(args) as usize, 0));
+            }
+        }
+        Shared {
+            wanted,
+            found: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn note(&mut self, key: (usize, usize), obj: &Bound<'py, PyAny>) {
+        if self.wanted.contains(&key) {
+            self.found.push((key, obj.clone()));
+        }
+    }
+
+    fn get(&self, key: (usize, usize)) -> Option<&Bound<'py, PyAny>> {
+        self.found.iter().find(|(k, _)| *k == key).map(|(_, o)| o)
+    }
+}
+
 pub fn value<'py>(
     py: Python<'py>,
     v: &Value<'_>,
     keys: &mut KeyCache<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut none = Shared {
+        wanted: Vec::new(),
+        found: Vec::new(),
+    };
+    shared_value(py, v, keys, &mut none)
+}
+
+fn shared_value<'py>(
+    py: Python<'py>,
+    v: &Value<'_>,
+    keys: &mut KeyCache<'py>,
+    shared: &mut Shared<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let obj = plain_value(py, v, keys, shared)?;
+    if !shared.wanted.is_empty() {
+        shared.note((std::ptr::from_ref(v) as usize, 0), &obj);
+        if let Value::Str(s) = v {
+            shared.note((s.as_ptr() as usize, s.len()), &obj);
+        }
+    }
+    Ok(obj)
+}
+
+fn plain_value<'py>(
+    py: Python<'py>,
+    v: &Value<'_>,
+    keys: &mut KeyCache<'py>,
+    shared: &mut Shared<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
@@ -55,14 +146,14 @@ pub fn value<'py>(
         Value::Array(items) => {
             let list = PyList::empty(py);
             for item in items {
-                list.append(value(py, item, keys)?)?;
+                list.append(shared_value(py, item, keys, shared)?)?;
             }
             list.into_any()
         }
         Value::Object(pairs) => {
             let dict = PyDict::new(py);
             for (k, item) in pairs {
-                dict.set_item(keys.key(py, k), value(py, item, keys)?)?;
+                dict.set_item(keys.key(py, k), shared_value(py, item, keys, shared)?)?;
             }
             dict.into_any()
         }
@@ -85,13 +176,14 @@ pub fn line<'py>(
     out: &Bound<'py, PyList>,
 ) -> PyResult<()> {
     let raw = PyString::new(py, rec.raw);
+    let mut shared = Shared::for_events(&rec.events);
     let parsed = match rec.parsed {
-        Some(v) => value(py, v, keys)?,
+        Some(v) => shared_value(py, v, keys, &mut shared)?,
         None => py.None().into_bound(py),
     };
     let dialect = PyString::new(py, rec.dialect);
     for ev in &rec.events {
-        let d = event(py, ev, rec, *seq, &dialect)?;
+        let d = event(py, ev, rec, *seq, &dialect, &shared, keys)?;
         d.set_item(intern!(py, "raw"), &raw)?;
         d.set_item(intern!(py, "parsed"), &parsed)?;
         out.append(d)?;
@@ -106,6 +198,8 @@ fn event<'py>(
     rec: &LineEvents<'_>,
     seq: u64,
     dialect: &Bound<'py, PyString>,
+    shared: &Shared<'py>,
+    keys: &mut KeyCache<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "v"), intern!(py, V))?;
@@ -118,16 +212,19 @@ fn event<'py>(
         d.set_item(intern!(py, "role"), role)?;
     }
     if let Some(text) = &ev.text {
-        d.set_item(intern!(py, "text"), text.as_ref())?;
+        match shared.get((text.as_ptr() as usize, text.len())) {
+            Some(obj) if !text.is_empty() => d.set_item(intern!(py, "text"), obj)?,
+            _ => d.set_item(intern!(py, "text"), text.as_ref())?,
+        }
     }
     if let Some(tool) = &ev.tool {
         let t = PyDict::new(py);
         t.set_item(intern!(py, "name"), tool.name.as_ref())?;
         if let Some(args) = tool.arguments {
-            t.set_item(
-                intern!(py, "arguments"),
-                value(py, args, &mut KeyCache::new())?,
-            )?;
+            match shared.get((std::ptr::from_ref(args) as usize, 0)) {
+                Some(obj) => t.set_item(intern!(py, "arguments"), obj)?,
+                None => t.set_item(intern!(py, "arguments"), value(py, args, keys)?)?,
+            }
         }
         if let Some(id) = tool.id {
             t.set_item(intern!(py, "id"), id)?;

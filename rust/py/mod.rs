@@ -19,7 +19,7 @@ use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEven
 /// Inputs at least this large are processed with the GIL released.
 const DETACH_BYTES: usize = 64 << 10;
 /// Lines are prepared and converted in groups of about this many input bytes.
-const GROUP_BYTES: usize = 4 << 20;
+const GROUP_BYTES: usize = 256 << 10;
 
 /// A compiled mapping-defined dialect (from `checkfu_fast.load_dialect`).
 #[pyclass(module = "checkfu_fast._native", name = "Mapping", frozen)]
@@ -77,6 +77,24 @@ fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<B
         max_depth: check("max_depth", max_depth, MAX_DEPTH_LIMIT as i64)?,
         max_nodes: check("max_nodes", max_nodes, 1 << 40)?,
     })
+}
+
+/// Run `f` with Python's cyclic GC paused (restored after, error or not). Building many
+/// acyclic dicts otherwise triggers collections that only scan them; the events hold no cycles.
+fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    if !big {
+        return f();
+    }
+    let gc = py.import("gc")?;
+    let was_enabled = gc.call_method0("isenabled")?.is_truthy()?;
+    if was_enabled {
+        gc.call_method0("disable")?;
+    }
+    let result = f();
+    if was_enabled {
+        gc.call_method0("enable")?;
+    }
+    result
 }
 
 /// Map, convert and append the events of `items` framed from `chunk`.
@@ -166,14 +184,17 @@ fn normalize<'py>(
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let items = if bytes.len() >= DETACH_BYTES {
+    let big = bytes.len() >= DETACH_BYTES;
+    let items = if big {
         py.detach(|| engine.feed(bytes))
     } else {
         engine.feed(bytes)
     };
-    emit(py, &items, bytes, &engine, &mut seq, &out)?;
-    let items = engine.finish();
-    emit(py, &items, &[], &engine, &mut seq, &out)?;
+    gc_paused(py, big, || {
+        emit(py, &items, bytes, &engine, &mut seq, &out)?;
+        let items = engine.finish();
+        emit(py, &items, &[], &engine, &mut seq, &out)
+    })?;
     Ok(out)
 }
 
@@ -215,7 +236,10 @@ impl Normalizer {
             engine.feed(bytes)
         };
         let out = PyList::empty(py);
-        emit(py, &items, bytes, &self.engine, &mut self.seq, &out)?;
+        let (engine, seq) = (&self.engine, &mut self.seq);
+        gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+            emit(py, &items, bytes, engine, seq, &out)
+        })?;
         Ok(out)
     }
 
