@@ -348,7 +348,11 @@ pub fn classify(message: &str) -> &'static str {
     "semantic"
 }
 
-/// Every run of exactly three ASCII digits, as a number.
+/// A three-digit run counts as an HTTP status only at the start of the message or right after
+/// one of these words (so ids, prices and token counts are not mistaken for statuses).
+const STATUS_CONTEXT: [&[u8]; 7] = [b"error: ", b"error ", b"status: ", b"status ", b"code: ", b"code ", b"http "];
+
+/// HTTP statuses mentioned in a lowercased message (see [`STATUS_CONTEXT`]).
 fn status_codes(b: &[u8]) -> Vec<u32> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -358,7 +362,9 @@ fn status_codes(b: &[u8]) -> Vec<u32> {
             while b.get(i).is_some_and(u8::is_ascii_digit) {
                 i += 1;
             }
-            if i - start == 3 {
+            let before = b.get(..start).unwrap_or_default();
+            let in_context = start == 0 || STATUS_CONTEXT.iter().any(|c| before.ends_with(c));
+            if i - start == 3 && in_context {
                 let n = b
                     .get(start..i)
                     .unwrap_or_default()
@@ -397,6 +403,10 @@ mod tests {
         assert_eq!(classify("API Error: 529 {\"type\":\"error\"}"), "transport");
         assert_eq!(classify("API Error: 429"), "quota");
         assert_eq!(classify("used 1500 tokens"), "semantic");
+        assert_eq!(classify("401 Unauthorized, request id: req_500abc"), "semantic");
+        assert_eq!(classify("Reached maximum budget ($500)"), "semantic");
+        assert_eq!(classify("last status: 503 Service Unavailable"), "transport");
+        assert_eq!(classify("429 {\"type\":\"error\"}"), "quota");
     }
 
     #[test]

@@ -157,13 +157,26 @@ TRANSPORT_NEEDLES = (
     "bad gateway",
     "internal server error",
 )
+# A three-digit run counts as an HTTP status only at the start of the message or right after
+# one of these words (so ids, prices and token counts are not mistaken for statuses).
+_STATUS_CONTEXT = (b"error: ", b"error ", b"status: ", b"status ", b"code: ", b"code ", b"http ")
 _CODE = re.compile(rb"(?<![0-9])[0-9]{3}(?![0-9])")
+
+
+def status_codes(low: bytes) -> list[int]:
+    """HTTP statuses mentioned in a lowercased message (see ``_STATUS_CONTEXT``)."""
+    out = []
+    for m in _CODE.finditer(low):
+        before = low[: m.start()]
+        if m.start() == 0 or before.endswith(_STATUS_CONTEXT):
+            out.append(int(m.group()))
+    return out
 
 
 def classify(message: str) -> str:
     """Error kind of a native error message: ``quota``, ``transport`` or ``semantic``."""
     low = message.encode("utf-8", "surrogatepass").lower()
-    codes = [int(m) for m in _CODE.findall(low)]
+    codes = status_codes(low)
     if 429 in codes or any(n.encode() in low for n in QUOTA_NEEDLES):
         return "quota"
     if any(500 <= c <= 599 for c in codes) or any(n.encode() in low for n in TRANSPORT_NEEDLES):
