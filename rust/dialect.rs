@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::dialects::{claude::Claude, codex::Codex, cursor::Cursor};
+use crate::dialects::{
+    claude::Claude, codex::Codex, cursor::Cursor, grok::Grok, opencode::Opencode, pi::Pi,
+};
 use crate::event::{Event, LineMeta};
 use crate::mapping::{builtins, Mapping};
 use crate::value::Value;
@@ -36,6 +38,9 @@ pub enum AnyDialect {
     Claude,
     Cursor,
     Codex,
+    Pi,
+    Grok,
+    Opencode,
     Mapped(Arc<Mapping>),
 }
 
@@ -52,6 +57,9 @@ impl AnyDialect {
             "claude" => Ok(AnyDialect::Claude),
             "cursor" => Ok(AnyDialect::Cursor),
             "codex" => Ok(AnyDialect::Codex),
+            "pi" => Ok(AnyDialect::Pi),
+            "grok" => Ok(AnyDialect::Grok),
+            "opencode" => Ok(AnyDialect::Opencode),
             n if builtins().iter().any(|m| m.dialect == n) => {
                 let m = builtins().iter().find(|m| m.dialect == n).cloned();
                 m.map(AnyDialect::Mapped)
@@ -67,6 +75,9 @@ impl AnyDialect {
             AnyDialect::Claude => "claude",
             AnyDialect::Cursor => "cursor",
             AnyDialect::Codex => "codex",
+            AnyDialect::Pi => "pi",
+            AnyDialect::Grok => "grok",
+            AnyDialect::Opencode => "opencode",
             AnyDialect::Mapped(m) => m.dialect,
         }
     }
@@ -76,6 +87,9 @@ impl AnyDialect {
             AnyDialect::Claude => Claude.map(v, out),
             AnyDialect::Cursor => Cursor.map(v, out),
             AnyDialect::Codex => Codex.map(v, out),
+            AnyDialect::Pi => Pi.map(v, out),
+            AnyDialect::Grok => Grok.map(v, out),
+            AnyDialect::Opencode => Opencode.map(v, out),
             AnyDialect::Mapped(m) => m.map(v, out),
         }
     }
@@ -85,6 +99,9 @@ impl AnyDialect {
             AnyDialect::Claude => Claude.meta(v),
             AnyDialect::Cursor => Cursor.meta(v),
             AnyDialect::Codex => Codex.meta(v),
+            AnyDialect::Pi => Pi.meta(v),
+            AnyDialect::Grok => Grok.meta(v),
+            AnyDialect::Opencode => Opencode.meta(v),
             AnyDialect::Mapped(m) => m.meta(v),
         }
     }

@@ -350,7 +350,15 @@ pub fn classify(message: &str) -> &'static str {
 
 /// A three-digit run counts as an HTTP status only at the start of the message or right after
 /// one of these words (so ids, prices and token counts are not mistaken for statuses).
-const STATUS_CONTEXT: [&[u8]; 7] = [b"error: ", b"error ", b"status: ", b"status ", b"code: ", b"code ", b"http "];
+const STATUS_CONTEXT: [&[u8]; 7] = [
+    b"error: ",
+    b"error ",
+    b"status: ",
+    b"status ",
+    b"code: ",
+    b"code ",
+    b"http ",
+];
 
 /// HTTP statuses mentioned in a lowercased message (see [`STATUS_CONTEXT`]).
 fn status_codes(b: &[u8]) -> Vec<u32> {
@@ -403,9 +411,15 @@ mod tests {
         assert_eq!(classify("API Error: 529 {\"type\":\"error\"}"), "transport");
         assert_eq!(classify("API Error: 429"), "quota");
         assert_eq!(classify("used 1500 tokens"), "semantic");
-        assert_eq!(classify("401 Unauthorized, request id: req_500abc"), "semantic");
+        assert_eq!(
+            classify("401 Unauthorized, request id: req_500abc"),
+            "semantic"
+        );
         assert_eq!(classify("Reached maximum budget ($500)"), "semantic");
-        assert_eq!(classify("last status: 503 Service Unavailable"), "transport");
+        assert_eq!(
+            classify("last status: 503 Service Unavailable"),
+            "transport"
+        );
         assert_eq!(classify("429 {\"type\":\"error\"}"), "quota");
     }
 

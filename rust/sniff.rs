@@ -24,6 +24,10 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         {
             return Some(AnyDialect::Codex);
         }
+        if t == "tool_call" && v.has("toolCallId") && !v.has("tool_call") {
+            // xAI streaming-json; a cursor tool_call always has `tool_call`
+            return Some(AnyDialect::Grok);
+        }
         if t == "tool_call" || t == "thinking" || v.has("model_call_id") {
             return Some(AnyDialect::Cursor);
         }
@@ -50,7 +54,7 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
                 return Some(AnyDialect::Claude);
             }
         }
-        return mapped(v);
+        return sniff_later(t, v).or_else(|| mapped(v));
     }
     if v.get("msg").is_some_and(Value::is_object) && v.has("id") {
         return Some(AnyDialect::Codex);
@@ -58,7 +62,67 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
     if v.has("model") && (v.has("sandbox") || v.has("approval") || v.has("provider")) {
         return Some(AnyDialect::Codex);
     }
+    if v.has("stopReason") && v.has("sessionId") && v.has("text") {
+        // xAI `--output-format json` single object
+        return Some(AnyDialect::Grok);
+    }
     mapped(v)
+}
+
+/// opencode, pi and grok tells, tried after the older dialects' own.
+fn sniff_later(t: &str, v: &Value<'_>) -> Option<AnyDialect> {
+    if v.str_at("sessionID").is_some() {
+        if matches!(
+            t,
+            "step_start" | "step_finish" | "tool_use" | "text" | "reasoning" | "error"
+        ) && (v.get("part").is_some_and(Value::is_object)
+            || v.get("error").is_some_and(Value::is_object))
+        {
+            return Some(AnyDialect::Opencode);
+        }
+        if t == "done" {
+            return Some(AnyDialect::Opencode);
+        }
+    }
+    if (t == "session" && v.has("version"))
+        || matches!(
+            t,
+            "agent_start"
+                | "agent_end"
+                | "agent_settled"
+                | "turn_start"
+                | "turn_end"
+                | "message_update"
+                | "tool_execution_start"
+                | "tool_execution_update"
+                | "tool_execution_end"
+                | "auto_retry_start"
+                | "auto_retry_end"
+                | "auto_compaction_start"
+                | "auto_compaction_end"
+        )
+    {
+        return Some(AnyDialect::Pi);
+    }
+    if t == "message_start" || t == "message_end" {
+        // an Anthropic message_start (canary) has neither
+        if v.get("message")
+            .is_some_and(|m| m.is_object() && (m.has("timestamp") || m.has("api")))
+        {
+            return Some(AnyDialect::Pi);
+        }
+    }
+    if matches!(
+        t,
+        "tool_call_update" | "available_commands" | "max_turns_reached"
+    ) || ((t == "thought" || t == "text") && v.str_at("data").is_some())
+        || (t == "end" && v.has("stopReason"))
+        || (matches!(t, "step_start" | "step_finish" | "text" | "tool_use") && v.has("stepNumber"))
+        || (t == "step_finish" && v.has("finishReason"))
+    {
+        return Some(AnyDialect::Grok);
+    }
+    None
 }
 
 /// The built-in mapping files' own `sniff` conditions, in DIALECTS order.

@@ -43,7 +43,8 @@ def test_many_files_tag_their_source() -> None:
 
 
 def test_errors_exit_nonzero() -> None:
-    assert run("normalize", "--dialect", "pi", "-").returncode == 2
+    assert run("normalize", "--dialect", "bogus", "-").returncode == 2
+    assert run("normalize", "--max-depth", "0", "-").returncode == 2
     missing = run("normalize", "does-not-exist.jsonl")
     assert missing.returncode == 1
     assert b"does-not-exist.jsonl" in missing.stderr

@@ -3,3 +3,6 @@
 pub mod claude;
 pub mod codex;
 pub mod cursor;
+pub mod grok;
+pub mod opencode;
+pub mod pi;

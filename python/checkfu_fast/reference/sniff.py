@@ -16,6 +16,14 @@ FALLBACK = "claude"
 _CODEX_PREFIXES = ("thread.", "turn.", "item.")
 _CLAUDE_ONLY_TYPES = ("stream_event", "rate_limit_event", "conversation_reset")
 _CURSOR_ONLY_TYPES = ("tool_call", "thinking")
+_OPENCODE_TYPES = ("step_start", "step_finish", "tool_use", "text", "reasoning", "error")
+_PI_ONLY_TYPES = (
+    "agent_start", "agent_end", "agent_settled", "turn_start", "turn_end", "message_update",
+    "tool_execution_start", "tool_execution_update", "tool_execution_end",
+    "auto_retry_start", "auto_retry_end", "auto_compaction_start", "auto_compaction_end",
+)  # fmt: skip
+_GROK_ONLY_TYPES = ("tool_call_update", "available_commands", "max_turns_reached")
+_SUPERAGENT_TYPES = ("step_start", "step_finish", "text", "tool_use")
 
 
 def sniff(v: Any) -> str | None:
@@ -26,6 +34,8 @@ def sniff(v: Any) -> str | None:
     if isinstance(t, str):
         if t.startswith(_CODEX_PREFIXES) or t == "session.created":
             return "codex"
+        if t == "tool_call" and "toolCallId" in v and "tool_call" not in v:
+            return "grok"  # xAI streaming-json; a cursor tool_call always has `tool_call`
         if t in _CURSOR_ONLY_TYPES or "model_call_id" in v:
             return "cursor"
         if t in _CLAUDE_ONLY_TYPES or "uuid" in v or "parent_tool_use_id" in v:
@@ -37,12 +47,41 @@ def sniff(v: Any) -> str | None:
                 return "cursor"
             if "total_cost_usd" in v or "modelUsage" in v or "num_turns" in v:
                 return "claude"
-        return _mapped(v)
+        return _sniff_later(t, v) or _mapped(v)
     if isinstance(v.get("msg"), dict) and "id" in v:
         return "codex"
     if "model" in v and ("sandbox" in v or "approval" in v or "provider" in v):
         return "codex"
+    if "stopReason" in v and "sessionId" in v and "text" in v:
+        return "grok"  # xAI `--output-format json` single object
     return _mapped(v)
+
+
+def _sniff_later(t: str, v: dict[str, Any]) -> str | None:
+    """opencode, pi and grok tells, tried after the older dialects' own."""
+    if isinstance(v.get("sessionID"), str):
+        if t in _OPENCODE_TYPES and (isinstance(v.get("part"), dict)
+                                     or isinstance(v.get("error"), dict)):
+            return "opencode"
+        if t == "done":
+            return "opencode"
+    if (t == "session" and "version" in v) or t in _PI_ONLY_TYPES:
+        return "pi"
+    if t == "message_start" or t == "message_end":
+        m = v.get("message")
+        if isinstance(m, dict) and ("timestamp" in m or "api" in m):
+            return "pi"  # an Anthropic message_start (canary) has neither
+    if t in _GROK_ONLY_TYPES:
+        return "grok"
+    if (t == "thought" or t == "text") and isinstance(v.get("data"), str):
+        return "grok"
+    if t == "end" and "stopReason" in v:
+        return "grok"
+    if t in _SUPERAGENT_TYPES and "stepNumber" in v:
+        return "grok"
+    if t == "step_finish" and "finishReason" in v:
+        return "grok"
+    return None
 
 
 def _mapped(v: dict[str, Any]) -> str | None:

@@ -51,4 +51,5 @@ def load_dialect(path: str | Path) -> MappedDialect:
 
 BUILTIN_MAPPED = {n: load_dialect(MAPPINGS_DIR / f"{n}.json") for n in MAPPED_BUILTINS}
 
-IMPLEMENTED: dict[str, Any] = {m.NAME: m for m in (claude, cursor, codex, pi, grok, opencode)} | BUILTIN_MAPPED
+_CODED = (claude, cursor, codex, pi, grok, opencode)
+IMPLEMENTED: dict[str, Any] = {m.NAME: m for m in _CODED} | BUILTIN_MAPPED

@@ -1,0 +1,184 @@
+"""grok: xAI Grok Build ``grok -p --output-format json|streaming-json`` and superagent-ai grok-cli
+``--format json``. Mirror of rust/dialects/grok.rs.
+
+Three shapes, told apart per line: the xAI ``json`` single object (no ``type``); xAI
+``streaming-json`` (``thought``/``text`` with ``data``, ``tool_call``/``tool_call_update``,
+``usage``, ``plan``, ``end``, ...); superagent's step-based lines (``step_start``, ``text`` with
+``text``, ``tool_use`` with call and result, ``step_finish``). ``streaming-messages-json`` is the
+claude dialect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    Event,
+    classify,
+    error,
+    is_count,
+    msg,
+    name_or_unknown,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
+
+NAME = "grok"
+
+TICKS_PER_USD = 1e10
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    for k in ("sessionId", "sessionID"):
+        if isinstance(v.get(k), str):
+            return {"sessionId": v[k]}
+    return {}
+
+
+def map_line(v: dict[str, Any]) -> list[Event]:
+    t = v.get("type")
+    if t is None:
+        return _json_object(v)
+    if t == "thought":
+        return [msg("thinking", "assistant", text_of(v.get("data")) or "")]
+    if t == "text":
+        d = v.get("data")
+        text = d if isinstance(d, str) else text_of(v.get("text"))
+        return [msg("text", "assistant", text or "")]
+    if t == "tool_call":
+        return [tool_call(_tool_name(v), v.get("rawInput"), v.get("toolCallId"))]
+    if t == "tool_call_update":
+        st = v.get("status")
+        if st == "completed" or st == "failed":
+            raw = v.get("rawOutput")
+            text = raw if isinstance(raw, str) else _acp_text(v.get("content"))
+            return [tool_result(_tool_name(v), v.get("toolCallId"), st == "failed", text)]
+        return [status("progress", text_of(st))]
+    if t == "usage":
+        ev = _usage("message", v.get("model"), v.get("usage"), None)
+        if isinstance(v.get("messageId"), str):
+            ev["messageId"] = v["messageId"]
+        return [ev]
+    if t == "plan":
+        return [status("progress", _plan_text(v.get("entries")))]
+    if t == "available_commands":
+        return [status("progress", t)]
+    if isinstance(t, str) and t.startswith("auto_compact"):
+        return [status("compaction", t)]
+    if t == "max_turns_reached":
+        message = text_of(v.get("message")) or "max turns reached"
+        return [error("max_turns", "max_turns_reached", message, "semantic")]
+    if t == "error":
+        message = text_of(v.get("message")) or ""
+        return [error("api_error", "error", message, classify(message or "error")), *_spend(v)]
+    if t == "end":
+        return [status("result", text_of(v.get("stopReason"))), *_spend(v)]
+    # superagent-ai grok-cli
+    if t == "step_start":
+        return [status("turn_started")]
+    if t == "tool_use":
+        return _superagent_tool(v)
+    if t == "step_finish":
+        return _step_finish(v)
+    return []
+
+
+def _json_object(v: dict[str, Any]) -> list[Event]:
+    if not ("text" in v or "stopReason" in v or "thought" in v):
+        return []
+    out: list[Event] = []
+    if isinstance(v.get("thought"), str):
+        out.append(msg("thinking", "assistant", v["thought"]))
+    if isinstance(v.get("text"), str):
+        out.append(msg("text", "assistant", v["text"]))
+    out.append(status("result", text_of(v.get("stopReason"))))
+    return out + _spend(v)
+
+
+def _spend(v: dict[str, Any]) -> list[Event]:
+    """Run totals (``json`` object, ``end``, ``error``): ``usage/cumulative``."""
+    if "usage" not in v and "total_cost_usd" not in v:
+        return []
+    return [_usage("cumulative", _first_model(v.get("modelUsage")), v.get("usage"),
+                   v.get("total_cost_usd"))]
+
+
+def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
+    if not isinstance(u, dict):
+        u = {}
+    cached = u.get("cache_read_input_tokens")
+    # input_tokens is the uncached part; reasoning_tokens are reported apart from output_tokens
+    inputs = [u.get("input_tokens"), cached, u.get("cache_creation_input_tokens")]
+    return usage(scope, model, inputs, cached, [u.get("output_tokens"), u.get("reasoning_tokens")],
+                 cost)
+
+
+def _first_model(model_usage: Any) -> Any:
+    if isinstance(model_usage, dict):
+        for k in model_usage:
+            return k
+    return None
+
+
+def _tool_name(v: dict[str, Any]) -> str:
+    for k in ("toolName", "title"):
+        n = v.get(k)
+        if isinstance(n, str) and n:
+            return n
+    return "unknown"
+
+
+def _acp_text(content: Any) -> str:
+    """Text of ACP tool content: ``{"type":"content","content":{"type":"text","text"}}`` or
+    ``{"type":"text","text"}`` items, joined by LF."""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    if isinstance(content, list):
+        for item in content:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "content" and isinstance(item.get("content"), dict):
+                item = item["content"]
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                texts.append(item["text"])
+    return "\n".join(texts)
+
+
+def _plan_text(entries: Any) -> str:
+    lines = []
+    if isinstance(entries, list):
+        for e in entries:
+            if isinstance(e, dict) and isinstance(e.get("content"), str):
+                lines.append(("[x] " if e.get("status") == "completed" else "[ ] ") + e["content"])
+    return "\n".join(lines)
+
+
+def _superagent_tool(v: dict[str, Any]) -> list[Event]:
+    tc = v.get("toolCall")
+    tc = tc if isinstance(tc, dict) else {}
+    f = tc.get("function")
+    f = f if isinstance(f, dict) else {}
+    name = name_or_unknown(f.get("name"))
+    cid = tc.get("id")
+    out = [tool_call(name, f.get("arguments"), cid)]
+    tr = v.get("toolResult")
+    if isinstance(tr, dict):
+        text = text_of(tr.get("output")) or text_of(tr.get("error")) or ""
+        out.append(tool_result(name, cid, tr.get("success") is False, text))
+    return out
+
+
+def _step_finish(v: dict[str, Any]) -> list[Event]:
+    out = [status("turn_completed", text_of(v.get("finishReason")))]
+    if "usage" in v:
+        u = v.get("usage")
+        u = u if isinstance(u, dict) else {}
+        ticks = u.get("costUsdTicks")
+        cost = ticks / TICKS_PER_USD if is_count(ticks) else None
+        out.append(usage("turn", v.get("model"), [u.get("inputTokens")], None,
+                         [u.get("outputTokens")], cost))
+    return out

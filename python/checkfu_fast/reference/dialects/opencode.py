@@ -1,0 +1,92 @@
+"""opencode: ``opencode run --format json`` (also ``crush run --format json``). Mirror of
+rust/dialects/opencode.rs.
+
+Every line is ``{"type","timestamp","sessionID",...}``. Tool parts are printed only once they are
+finished, so one ``tool_use`` line gives both the call and its result. Usage is per step, on
+``step_finish`` (``usage/turn``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    Event,
+    classify,
+    error,
+    kind_for_status,
+    msg,
+    name_or_unknown,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
+
+NAME = "opencode"
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    return {"sessionId": v["sessionID"]} if isinstance(v.get("sessionID"), str) else {}
+
+
+def map_line(v: dict[str, Any]) -> list[Event]:
+    t = v.get("type")
+    part = v.get("part")
+    p = part if isinstance(part, dict) else {}
+    if t == "step_start":
+        return [status("turn_started")]
+    if t == "text":
+        return [msg("text", "assistant", text_of(p.get("text")) or "")]
+    if t == "reasoning":
+        return [msg("thinking", "assistant", text_of(p.get("text")) or "")]
+    if t == "tool_use":
+        return _tool(p)
+    if t == "step_finish":
+        return _step_finish(v, p)
+    if t == "error":
+        return [_error(v.get("error"))]
+    if t == "done":
+        return [status("result", text_of(v.get("reason")))]
+    return []
+
+
+def _tool(p: dict[str, Any]) -> list[Event]:
+    state = p.get("state")
+    s = state if isinstance(state, dict) else {}
+    name = name_or_unknown(p.get("tool"))
+    cid = p.get("callID")
+    st = s.get("status")
+    if st == "completed":
+        text = text_of(s.get("output")) or ""
+    elif st == "error":
+        text = text_of(s.get("error")) or ""
+    else:  # not terminal (opencode prints none; kept for forks)
+        return [status("progress", text_of(st))]
+    return [tool_call(name, s.get("input"), cid), tool_result(name, cid, st == "error", text)]
+
+
+def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
+    out = [status("turn_completed", text_of(p.get("reason")))]
+    if "tokens" in p or "cost" in p:
+        tokens = p.get("tokens")
+        tk = tokens if isinstance(tokens, dict) else {}
+        cache = tk.get("cache")
+        c = cache if isinstance(cache, dict) else {}
+        cached = c.get("read")
+        out.append(usage("turn", v.get("modelID"), [tk.get("input"), cached, c.get("write")],
+                         cached, [tk.get("output"), tk.get("reasoning")], p.get("cost")))
+    return out
+
+
+def _error(e: Any) -> Event:
+    if isinstance(e, str):
+        return error("api_error", "error", e, classify(e or "error"))
+    e = e if isinstance(e, dict) else {}
+    data = e.get("data")
+    d = data if isinstance(data, dict) else {}
+    name = text_of(e.get("name")) or ""
+    message = text_of(d.get("message")) or name or "error"
+    kind = kind_for_status(d.get("statusCode")) or classify(message)
+    return error("api_error", name or "error", message, kind)

@@ -1,0 +1,149 @@
+"""pi: pi coding agent ``pi -p --mode json``. Mirror of rust/dialects/pi.rs.
+
+A ``session`` header, then one ``AgentSessionEvent`` per line. Content and usage come from
+``message_end`` only (``message_start``/``message_update``/``turn_end``/``agent_end`` repeat the
+message); ``message_update`` text/thinking deltas are given as ``delta: true`` messages.
+Model errors have no record of their own: the assistant message ends with ``stopReason: "error"``
+and ``errorMessage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import (
+    Event,
+    classify,
+    content_text,
+    error,
+    msg,
+    name_or_unknown,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
+
+NAME = "pi"
+
+# lifecycle lines: native type -> status subtype (text = the native type)
+_LIFECYCLE = {
+    "agent_start": "progress",
+    "agent_settled": "progress",
+    "message_start": "progress",
+    "turn_start": "turn_started",
+    "turn_end": "turn_completed",
+    "agent_end": "result",
+}
+_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
+
+
+def meta(v: dict[str, Any]) -> dict[str, Any]:
+    if v.get("type") == "session" and isinstance(v.get("id"), str):
+        return {"sessionId": v["id"]}
+    return {}
+
+
+def map_line(v: dict[str, Any]) -> list[Event]:
+    t = v.get("type")
+    if not isinstance(t, str):
+        return []
+    if t == "session":
+        return [status("init")]
+    sub = _LIFECYCLE.get(t)
+    if sub is not None:
+        return [status(sub, t)]
+    if t == "message_update":
+        return [_update(v.get("assistantMessageEvent"))]
+    if t == "message_end":
+        m = v.get("message")
+        return _message(m) if isinstance(m, dict) else []
+    if t == "tool_execution_start":
+        return [tool_call(name_or_unknown(v.get("toolName")), v.get("args"), v.get("toolCallId"))]
+    if t == "tool_execution_update":
+        return [status("progress", text_of(v.get("toolName")))]
+    if t == "tool_execution_end":
+        r = v.get("result")
+        text = content_text(r.get("content")) if isinstance(r, dict) else text_of(r) or ""
+        return [tool_result(name_or_unknown(v.get("toolName")), v.get("toolCallId"),
+                            v.get("isError") is True, text)]
+    if t == "auto_compaction_start":
+        return [status("compaction", text_of(v.get("reason")))]
+    if t == "auto_compaction_end":
+        message = text_of(v.get("errorMessage"))
+        if message:
+            return [error("compaction_error", "compaction_error", message, classify(message))]
+        return [status("compaction", "aborted" if v.get("aborted") is True else t)]
+    if t == "auto_retry_start":
+        message = text_of(v.get("errorMessage")) or ""
+        return [error("retry", "auto_retry", message, classify(message or "auto_retry"))]
+    if t == "auto_retry_end":
+        final = text_of(v.get("finalError"))
+        if v.get("success") is not True and final:
+            return [error("retry_failed", "retry_failed", final, classify(final))]
+        return [status("progress", t)]
+    return []
+
+
+def _update(e: Any) -> Event:
+    if isinstance(e, dict):
+        et = e.get("type")
+        sub = _DELTAS.get(et) if isinstance(et, str) else None
+        if sub is not None and isinstance(e.get("delta"), str):
+            ev = msg(sub, "assistant", e["delta"])
+            ev["delta"] = True
+            return ev
+        if isinstance(et, str):
+            return status("progress", et)
+    return status("progress", "message_update")
+
+
+def _blocks(content: Any, role: str) -> list[Event]:
+    if isinstance(content, str):
+        return [msg("text", role, content)]
+    out: list[Event] = []
+    if not isinstance(content, list):
+        return out
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "text" and isinstance(b.get("text"), str):
+            out.append(msg("text", role, b["text"]))
+        elif bt == "thinking" and isinstance(b.get("thinking"), str):
+            out.append(msg("thinking", "assistant", b["thinking"]))
+        elif bt == "toolCall":
+            out.append(tool_call(name_or_unknown(b.get("name")), b.get("arguments"), b.get("id")))
+    return out
+
+
+def _message(m: dict[str, Any]) -> list[Event]:
+    role = m.get("role")
+    if role == "user" or role == "system":
+        return _blocks(m.get("content"), role)
+    if role == "toolResult":
+        return [tool_result(name_or_unknown(m.get("toolName")), m.get("toolCallId"),
+                            m.get("isError") is True, content_text(m.get("content")))]
+    if role != "assistant":
+        return []
+    out = _blocks(m.get("content"), "assistant")
+    stop = m.get("stopReason")
+    if stop == "error" or stop == "aborted":
+        message = text_of(m.get("errorMessage")) or ""
+        if stop == "error":
+            out.append(error("api_error", "api_error", message, classify(message or "api_error")))
+        else:
+            out.append(error("aborted", "aborted", message, "semantic"))
+    if "usage" in m:
+        u = m.get("usage")
+        u = u if isinstance(u, dict) else {}
+        cost = u.get("cost")
+        cached = u.get("cacheRead")
+        # `reasoning` (newer builds) is a subset of `output`: not added
+        ev = usage("message", m.get("model"), [u.get("input"), cached, u.get("cacheWrite")],
+                   cached, [u.get("output")], cost.get("total") if isinstance(cost, dict) else None)
+        if isinstance(m.get("responseId"), str):
+            ev["messageId"] = m["responseId"]
+        out.append(ev)
+    return out

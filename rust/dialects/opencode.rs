@@ -1,0 +1,169 @@
+//! opencode: `opencode run --format json` (also `crush run --format json`). Mirrors
+//! `reference/dialects/opencode.py`.
+//!
+//! Tool parts are printed only once finished, so one `tool_use` line gives both the call and its
+//! result. Usage is per step, on `step_finish` (`usage/turn`).
+
+use std::borrow::Cow;
+
+use crate::dialect::Dialect;
+use crate::event::{
+    classify, error, kind_for_status, msg, name_or_unknown, or_str, status, tool_call, tool_result,
+    usage, Event, LineMeta, Text,
+};
+use crate::value::Value;
+
+pub struct Opencode;
+
+impl Dialect for Opencode {
+    fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        let p = v.get("part").filter(|p| p.is_object());
+        let part_text = || Cow::Borrowed(p.and_then(|p| p.str_at("text")).unwrap_or(""));
+        match v.str_at("type") {
+            Some("step_start") => out.push(status("turn_started", None)),
+            Some("text") => out.push(msg("text", "assistant", part_text())),
+            Some("reasoning") => out.push(msg("thinking", "assistant", part_text())),
+            Some("tool_use") => tool(p, out),
+            Some("step_finish") => step_finish(v, p, out),
+            Some("error") => out.push(api_error(v.get("error"))),
+            Some("done") => out.push(status("result", v.str_at("reason").map(Cow::Borrowed))),
+            _ => {}
+        }
+    }
+
+    fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        LineMeta {
+            session_id: v.str_at("sessionID"),
+            native_type: v.str_at("type"),
+            ..LineMeta::default()
+        }
+    }
+}
+
+fn tool<'v>(p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
+    let s = p.and_then(|p| p.get("state")).filter(|s| s.is_object());
+    let field = |k: &str| s.and_then(|s| s.get(k));
+    let st = field("status").and_then(Value::as_str);
+    let text: Text<'v> = match st {
+        Some("completed") => Cow::Borrowed(field("output").and_then(Value::as_str).unwrap_or("")),
+        Some("error") => Cow::Borrowed(field("error").and_then(Value::as_str).unwrap_or("")),
+        _ => {
+            // not terminal (opencode prints none; kept for forks)
+            out.push(status("progress", st.map(Cow::Borrowed)));
+            return;
+        }
+    };
+    let name = name_or_unknown(p.and_then(|p| p.get("tool")));
+    let cid = p.and_then(|p| p.get("callID"));
+    out.push(tool_call(name.clone(), field("input"), cid));
+    out.push(tool_result(name, cid, st == Some("error"), text));
+}
+
+fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
+    out.push(status(
+        "turn_completed",
+        p.and_then(|p| p.str_at("reason")).map(Cow::Borrowed),
+    ));
+    let Some(p) = p else { return };
+    if !(p.has("tokens") || p.has("cost")) {
+        return;
+    }
+    let tk = p.get("tokens").filter(|t| t.is_object());
+    let get = |k: &str| tk.and_then(|t| t.get(k));
+    let c = get("cache").filter(|c| c.is_object());
+    let cached = c.and_then(|c| c.get("read"));
+    out.push(usage(
+        "turn",
+        v.get("modelID"),
+        &[get("input"), cached, c.and_then(|c| c.get("write"))],
+        cached,
+        &[get("output"), get("reasoning")],
+        p.get("cost"),
+    ));
+}
+
+fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
+    if let Some(Value::Str(s)) = e {
+        let kind = classify(if s.is_empty() { "error" } else { s });
+        return error("api_error", "error", Cow::Borrowed(s.as_ref()), kind);
+    }
+    let e = e.filter(|e| e.is_object());
+    let d = e.and_then(|e| e.get("data")).filter(|d| d.is_object());
+    let name = e.and_then(|e| e.str_at("name")).unwrap_or("");
+    let message = match d.and_then(|d| d.str_at("message")) {
+        Some(m) if !m.is_empty() => Cow::Borrowed(m),
+        _ => or_str(Some(name), "error"),
+    };
+    let kind =
+        kind_for_status(d.and_then(|d| d.get("statusCode"))).unwrap_or_else(|| classify(&message));
+    error("api_error", or_str(Some(name), "error"), message, kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Num;
+    use crate::parse::parse;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        let Ok((v, _)) = parse(line) else {
+            panic!("bad test json")
+        };
+        let mut out = Vec::new();
+        Opencode.map(&v, &mut out);
+        check(&out);
+    }
+
+    #[test]
+    fn tool_use_gives_call_and_result() {
+        run(
+            r#"{"type":"tool_use","sessionID":"s","part":{"callID":"c","tool":"bash","state":{"status":"error","input":{},"error":"boom"}}}"#,
+            |ev| {
+                assert_eq!(ev.len(), 2);
+                assert_eq!(ev.first().map(|e| e.kind), Some("tool_call"));
+                let r = ev.get(1);
+                assert_eq!(r.and_then(|e| e.text.as_deref()), Some("boom"));
+                let t = r.and_then(|e| e.tool.as_ref());
+                assert_eq!(t.and_then(|t| t.is_error), Some(true));
+                assert_eq!(t.and_then(|t| t.id), Some("c"));
+            },
+        );
+    }
+
+    #[test]
+    fn error_kind_from_status_code() {
+        run(
+            r#"{"type":"error","error":{"name":"APIError","data":{"message":"slow down","statusCode":429}}}"#,
+            |ev| {
+                let e = ev.first().and_then(|e| e.error.as_ref());
+                assert_eq!(
+                    e.map(|e| (e.code.as_ref(), e.kind)),
+                    Some(("APIError", "quota"))
+                );
+            },
+        );
+        run(
+            r#"{"type":"error","error":{"name":"UnknownError"}}"#,
+            |ev| {
+                let e = ev.first().and_then(|e| e.error.as_ref());
+                assert_eq!(e.map(|e| e.message.as_ref()), Some("UnknownError"));
+            },
+        );
+    }
+
+    #[test]
+    fn step_finish_usage_sums_cache_and_reasoning() {
+        run(
+            r#"{"type":"step_finish","part":{"reason":"stop","cost":0.5,"tokens":{"input":10,"output":3,"reasoning":2,"cache":{"read":5,"write":1}}}}"#,
+            |ev| {
+                assert_eq!(ev.first().and_then(|e| e.text.as_deref()), Some("stop"));
+                let u = ev.get(1).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.and_then(|u| u.input), Some(Num::Int(16)));
+                assert_eq!(u.and_then(|u| u.cached), Some(Num::Int(5)));
+                assert_eq!(u.and_then(|u| u.output), Some(Num::Int(5)));
+                assert_eq!(u.and_then(|u| u.cost), Some(Num::Float(0.5)));
+                assert_eq!(u.map(|u| u.model.as_ref()), Some("unknown"));
+            },
+        );
+    }
+}

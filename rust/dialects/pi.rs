@@ -1,0 +1,291 @@
+//! pi: pi coding agent `pi -p --mode json`. Mirrors `reference/dialects/pi.py`.
+//!
+//! A `session` header, then one `AgentSessionEvent` per line. Content and usage come from
+//! `message_end` only (the other lines repeat the message); `message_update` text/thinking deltas
+//! are `delta: true` messages. Model errors are an assistant message with `stopReason: "error"`.
+
+use std::borrow::Cow;
+
+use crate::dialect::Dialect;
+use crate::event::{
+    classify, content_text, error, msg, name_or_unknown, status, tool_call, tool_result, usage,
+    Event, LineMeta,
+};
+use crate::value::Value;
+
+pub struct Pi;
+
+/// Lifecycle lines: native type -> status subtype (text = the native type).
+fn lifecycle(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "agent_start" | "agent_settled" | "message_start" => "progress",
+        "turn_start" => "turn_started",
+        "turn_end" => "turn_completed",
+        "agent_end" => "result",
+        _ => return None,
+    })
+}
+
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| !s.is_empty())
+}
+
+impl Dialect for Pi {
+    fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        let Some(t) = v.str_at("type") else { return };
+        if t == "session" {
+            out.push(status("init", None));
+            return;
+        }
+        if let Some(sub) = lifecycle(t) {
+            out.push(status(sub, Some(Cow::Borrowed(t))));
+            return;
+        }
+        match t {
+            "message_update" => out.push(update(v.get("assistantMessageEvent"))),
+            "message_end" => {
+                if let Some(m) = v.get("message").filter(|m| m.is_object()) {
+                    message(m, out);
+                }
+            }
+            "tool_execution_start" => out.push(tool_call(
+                name_or_unknown(v.get("toolName")),
+                v.get("args"),
+                v.get("toolCallId"),
+            )),
+            "tool_execution_update" => {
+                out.push(status("progress", v.str_at("toolName").map(Cow::Borrowed)))
+            }
+            "tool_execution_end" => {
+                let text = match v.get("result") {
+                    Some(r @ Value::Object(_)) => content_text(r.get("content")),
+                    r => Cow::Borrowed(r.and_then(Value::as_str).unwrap_or("")),
+                };
+                out.push(tool_result(
+                    name_or_unknown(v.get("toolName")),
+                    v.get("toolCallId"),
+                    v.is_true_at("isError"),
+                    text,
+                ));
+            }
+            "auto_compaction_start" => {
+                out.push(status("compaction", v.str_at("reason").map(Cow::Borrowed)))
+            }
+            "auto_compaction_end" => {
+                if let Some(m) = nonempty(v.str_at("errorMessage")) {
+                    out.push(error(
+                        "compaction_error",
+                        "compaction_error",
+                        Cow::Borrowed(m),
+                        classify(m),
+                    ));
+                } else {
+                    let text = if v.is_true_at("aborted") {
+                        "aborted"
+                    } else {
+                        t
+                    };
+                    out.push(status("compaction", Some(Cow::Borrowed(text))));
+                }
+            }
+            "auto_retry_start" => {
+                let m = v.str_at("errorMessage").unwrap_or("");
+                let kind = classify(if m.is_empty() { "auto_retry" } else { m });
+                out.push(error("retry", "auto_retry", Cow::Borrowed(m), kind));
+            }
+            "auto_retry_end" => match nonempty(v.str_at("finalError")) {
+                Some(f) if !v.is_true_at("success") => {
+                    out.push(error(
+                        "retry_failed",
+                        "retry_failed",
+                        Cow::Borrowed(f),
+                        classify(f),
+                    ));
+                }
+                _ => out.push(status("progress", Some(Cow::Borrowed(t)))),
+            },
+            _ => {}
+        }
+    }
+
+    fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        LineMeta {
+            session_id: if v.str_eq("type", "session") {
+                v.str_at("id")
+            } else {
+                None
+            },
+            native_type: v.str_at("type"),
+            ..LineMeta::default()
+        }
+    }
+}
+
+fn update<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
+    if let Some(e) = e.filter(|e| e.is_object()) {
+        let et = e.str_at("type");
+        let sub = match et {
+            Some("text_delta") => Some("text"),
+            Some("thinking_delta") => Some("thinking"),
+            _ => None,
+        };
+        if let (Some(sub), Some(d)) = (sub, e.str_at("delta")) {
+            let mut ev = msg(sub, "assistant", d);
+            ev.delta = true;
+            return ev;
+        }
+        if let Some(et) = et {
+            return status("progress", Some(Cow::Borrowed(et)));
+        }
+    }
+    status("progress", Some(Cow::Borrowed("message_update")))
+}
+
+fn blocks<'v>(content: Option<&'v Value<'v>>, role: &'static str, out: &mut Vec<Event<'v>>) {
+    let items = match content {
+        Some(Value::Str(s)) => {
+            out.push(msg("text", role, Cow::Borrowed(s.as_ref())));
+            return;
+        }
+        Some(Value::Array(items)) => items,
+        _ => return,
+    };
+    for b in items.iter().filter(|b| b.is_object()) {
+        match b.str_at("type") {
+            Some("text") => {
+                if let Some(t) = b.str_at("text") {
+                    out.push(msg("text", role, t));
+                }
+            }
+            Some("thinking") => {
+                if let Some(t) = b.str_at("thinking") {
+                    out.push(msg("thinking", "assistant", t));
+                }
+            }
+            Some("toolCall") => out.push(tool_call(
+                name_or_unknown(b.get("name")),
+                b.get("arguments"),
+                b.get("id"),
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    match m.str_at("role") {
+        Some("user") => return blocks(m.get("content"), "user", out),
+        Some("system") => return blocks(m.get("content"), "system", out),
+        Some("toolResult") => {
+            out.push(tool_result(
+                name_or_unknown(m.get("toolName")),
+                m.get("toolCallId"),
+                m.is_true_at("isError"),
+                content_text(m.get("content")),
+            ));
+            return;
+        }
+        Some("assistant") => {}
+        _ => return,
+    }
+    blocks(m.get("content"), "assistant", out);
+    let em = m.str_at("errorMessage").unwrap_or("");
+    match m.str_at("stopReason") {
+        Some("error") => {
+            let kind = classify(if em.is_empty() { "api_error" } else { em });
+            out.push(error("api_error", "api_error", Cow::Borrowed(em), kind));
+        }
+        Some("aborted") => out.push(error("aborted", "aborted", Cow::Borrowed(em), "semantic")),
+        _ => {}
+    }
+    if m.has("usage") {
+        let u = m.get("usage").filter(|u| u.is_object());
+        let get = |k: &str| u.and_then(|u| u.get(k));
+        let cost = get("cost")
+            .filter(|c| c.is_object())
+            .and_then(|c| c.get("total"));
+        let cached = get("cacheRead");
+        // `reasoning` (newer builds) is a subset of `output`: not added
+        let mut ev = usage(
+            "message",
+            m.get("model"),
+            &[get("input"), cached, get("cacheWrite")],
+            cached,
+            &[get("output")],
+            cost,
+        );
+        ev.message_id = m.str_at("responseId");
+        out.push(ev);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Num;
+    use crate::parse::parse;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        let Ok((v, _)) = parse(line) else {
+            panic!("bad test json")
+        };
+        let mut out = Vec::new();
+        Pi.map(&v, &mut out);
+        check(&out);
+    }
+
+    #[test]
+    fn message_end_error_and_usage() {
+        run(
+            r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi"},{"type":"toolCall","id":"t1","name":"bash","arguments":{"command":"ls"}}],"model":"m","usage":{"input":3,"output":4,"cacheRead":2,"cacheWrite":1,"cost":{"total":0.25}},"stopReason":"error","errorMessage":"Codex error: The usage limit has been reached"}}"#,
+            |ev| {
+                let kinds: Vec<&str> = ev.iter().map(|e| e.kind).collect();
+                assert_eq!(kinds, ["message", "tool_call", "error", "usage"]);
+                let e = ev.get(2).and_then(|e| e.error.as_ref());
+                assert_eq!(e.map(|e| e.kind), Some("quota"));
+                let u = ev.get(3).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.and_then(|u| u.input), Some(Num::Int(6)));
+                assert_eq!(u.and_then(|u| u.cached), Some(Num::Int(2)));
+                assert_eq!(u.and_then(|u| u.cost), Some(Num::Float(0.25)));
+                assert_eq!(u.map(|u| u.model.as_ref()), Some("m"));
+            },
+        );
+    }
+
+    #[test]
+    fn update_deltas_and_progress() {
+        run(
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"He"}}"#,
+            |ev| {
+                assert_eq!(
+                    ev.first().map(|e| (e.delta, e.text.as_deref())),
+                    Some((true, Some("He")))
+                );
+            },
+        );
+        run(
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_start"}}"#,
+            |ev| {
+                assert_eq!(
+                    ev.first().and_then(|e| e.text.as_deref()),
+                    Some("toolcall_start")
+                )
+            },
+        );
+    }
+
+    #[test]
+    fn tool_execution_end_result_text() {
+        run(
+            r#"{"type":"tool_execution_end","toolCallId":"t","toolName":"read","result":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},"isError":true}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.and_then(|e| e.text.as_deref()), Some("a\nb"));
+                assert_eq!(
+                    e.and_then(|e| e.tool.as_ref()).and_then(|t| t.is_error),
+                    Some(true)
+                );
+            },
+        );
+    }
+}
