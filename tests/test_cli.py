@@ -15,8 +15,11 @@ SAMPLE = ROOT / "vectors" / "samples" / "claude-api-error.jsonl"
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "checkfu_fast", *args], input=stdin, capture_output=True,
-        cwd=ROOT, check=False,
+        [sys.executable, "-m", "checkfu_fast", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
     )
 
 
@@ -28,8 +31,14 @@ def test_normalize_file_writes_the_same_events_as_the_api() -> None:
 
 
 def test_stdin_and_summary() -> None:
-    res = run("normalize", "--dialect", "codex", "--summary", "-",
-              stdin=b'{"type":"turn.started"}\nnot json\n')
+    res = run(
+        "normalize",
+        "--dialect",
+        "codex",
+        "--summary",
+        "-",
+        stdin=b'{"type":"turn.started"}\nnot json\n',
+    )
     assert res.returncode == 0
     kinds = [(e["kind"], e["subtype"]) for e in map(json.loads, res.stdout.splitlines())]
     assert kinds == [("status", "turn_started"), ("status", "non_json")]

@@ -11,17 +11,19 @@ import checkfu_fast
 from checkfu_fast import MappingError, reference
 
 DATA = Path(__file__).parent / "data"
-GEMINI = b"\n".join([
-    b'{"type":"init","timestamp":"2025-10-10T12:00:00Z","session_id":"s-1","model":"gemini-2.5-pro"}',
-    b'{"type":"message","role":"user","content":"list files","timestamp":"t"}',
-    b'{"type":"message","role":"assistant","content":"Sure","delta":true,"timestamp":"t"}',
-    b'{"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{"command":"ls"}}',
-    b'{"type":"tool_result","tool_id":"t1","status":"success","output":"a.txt"}',
-    b'{"type":"error","severity":"error","message":"Quota exceeded for gemini-2.5-pro"}',
-    b'{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,'
-    b'"output_tokens":10,"duration_ms":5,"tool_calls":1}}',
-    b'{"type":"something_new"}',
-])
+GEMINI = b"\n".join(
+    [
+        b'{"type":"init","timestamp":"2025-10-10T12:00:00Z","session_id":"s-1","model":"gemini-2.5-pro"}',
+        b'{"type":"message","role":"user","content":"list files","timestamp":"t"}',
+        b'{"type":"message","role":"assistant","content":"Sure","delta":true,"timestamp":"t"}',
+        b'{"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{"command":"ls"}}',
+        b'{"type":"tool_result","tool_id":"t1","status":"success","output":"a.txt"}',
+        b'{"type":"error","severity":"error","message":"Quota exceeded for gemini-2.5-pro"}',
+        b'{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,'
+        b'"output_tokens":10,"duration_ms":5,"tool_calls":1}}',
+        b'{"type":"something_new"}',
+    ]
+)
 
 
 @pytest.mark.parametrize("impl", [checkfu_fast, reference], ids=["native", "reference"])
@@ -41,19 +43,31 @@ def test_a_fresh_format_by_mapping_file_alone(impl, validator) -> None:
         ("status", "unknown", None),
     ]
     assert events[2]["delta"] is True
-    assert events[3]["tool"] == {"name": "run_shell_command", "arguments": {"command": "ls"},
-                                 "id": "t1"}
+    assert events[3]["tool"] == {
+        "name": "run_shell_command",
+        "arguments": {"command": "ls"},
+        "id": "t1",
+    }
     assert events[4]["tool"] == {"name": "unknown", "id": "t1", "isError": False}
     assert events[4]["text"] == "a.txt"
-    assert events[5]["error"] == {"code": "error", "message": "Quota exceeded for gemini-2.5-pro",
-                                  "errorKind": "quota"}
-    assert events[7]["usage"] == {"inputTokens": 20, "outputTokens": 10, "cachedTokens": 0,
-                                  "model": "unknown"}
+    assert events[5]["error"] == {
+        "code": "error",
+        "message": "Quota exceeded for gemini-2.5-pro",
+        "errorKind": "quota",
+    }
+    assert events[7]["usage"] == {
+        "inputTokens": 20,
+        "outputTokens": 10,
+        "cachedTokens": 0,
+        "model": "unknown",
+    }
     assert all(e["sessionId"] == "s-1" for e in events[:1])
     assert {e["dialect"] for e in events} == {"north"}
     for e in events:
         validator.validate(e)
-    assert events == reference.normalize(GEMINI, reference.load_dialect(DATA / "gemini-cli.mapping.json"))
+    assert events == reference.normalize(
+        GEMINI, reference.load_dialect(DATA / "gemini-cli.mapping.json")
+    )
 
 
 def test_mapping_works_with_the_incremental_normalizer() -> None:
@@ -72,22 +86,57 @@ BASE = {"checkfu_dialect": 1, "dialect": "north", "rules": []}
         ({**BASE, "checkfu_dialect": 2}, "/checkfu_dialect: expected 1"),
         ({**BASE, "dialect": "gemini"}, "/dialect: expected one of claude"),
         ({**BASE, "extra": 1}, "unknown key 'extra'"),
-        ({**BASE, "rules": [{"match": {"type": "x"}, "emit": []}]},
-         "/rules/0/match: JSON pointer must start with '/'"),
-        ({**BASE, "rules": [{"match": {"/a": {"gt": 1}}, "emit": []}]},
-         "/rules/0/match/~1a: unknown test 'gt'"),
-        ({**BASE, "rules": [{"match": {}, "emit": [{"kind": "message", "subtype": "text"}]}]},
-         '/rules/0/emit/0: a message needs "text"'),
-        ({**BASE, "rules": [{"match": {}, "emit": [{"kind": "usage", "subtype": "turn",
-                                                    "usage": {"input": 3}}]}]},
-         "/rules/0/emit/0/usage/input: expected a JSON pointer string"),
-        ({**BASE, "rules": [{"match": {}, "emit": [{"kind": "status", "subtype": "x",
-                                                    "role": "robot"}]}]},
-         "/rules/0/emit/0/role: expected one of assistant"),
-        ({**BASE, "rules": [{"match": {}, "emit": [{"kind": "error", "subtype": "x",
-                                                    "error": {"code": "c", "message": "/m",
-                                                              "errorKind": "fatal"}}]}]},
-         "/rules/0/emit/0/error/errorKind: expected quota"),
+        (
+            {**BASE, "rules": [{"match": {"type": "x"}, "emit": []}]},
+            "/rules/0/match: JSON pointer must start with '/'",
+        ),
+        (
+            {**BASE, "rules": [{"match": {"/a": {"gt": 1}}, "emit": []}]},
+            "/rules/0/match/~1a: unknown test 'gt'",
+        ),
+        (
+            {**BASE, "rules": [{"match": {}, "emit": [{"kind": "message", "subtype": "text"}]}]},
+            '/rules/0/emit/0: a message needs "text"',
+        ),
+        (
+            {
+                **BASE,
+                "rules": [
+                    {
+                        "match": {},
+                        "emit": [{"kind": "usage", "subtype": "turn", "usage": {"input": 3}}],
+                    }
+                ],
+            },
+            "/rules/0/emit/0/usage/input: expected a JSON pointer string",
+        ),
+        (
+            {
+                **BASE,
+                "rules": [
+                    {"match": {}, "emit": [{"kind": "status", "subtype": "x", "role": "robot"}]}
+                ],
+            },
+            "/rules/0/emit/0/role: expected one of assistant",
+        ),
+        (
+            {
+                **BASE,
+                "rules": [
+                    {
+                        "match": {},
+                        "emit": [
+                            {
+                                "kind": "error",
+                                "subtype": "x",
+                                "error": {"code": "c", "message": "/m", "errorKind": "fatal"},
+                            }
+                        ],
+                    }
+                ],
+            },
+            "/rules/0/emit/0/error/errorKind: expected quota",
+        ),
     ],
 )
 def test_malformed_mappings_are_rejected_at_load(tmp_path: Path, doc, message: str) -> None:

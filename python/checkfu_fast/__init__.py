@@ -81,8 +81,9 @@ def normalize(
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
-        return reference.normalize(raw, dialect, max_line_bytes=max_line_bytes,
-                                   max_depth=max_depth, max_nodes=max_nodes)
+        return reference.normalize(
+            raw, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+        )
     return _native.normalize(raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes)
 
 

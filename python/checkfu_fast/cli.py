@@ -33,11 +33,16 @@ except ImportError:  # pragma: no cover - orjson is optional
         return (json.dumps(ev, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
 
 
-def _stream(src: BinaryIO, out: BinaryIO, args: argparse.Namespace, source: str | None,
-            counts: Counter[str]) -> None:
+def _stream(
+    src: BinaryIO, out: BinaryIO, args: argparse.Namespace, source: str | None, counts: Counter[str]
+) -> None:
     factory = reference.Normalizer if args.reference else Normalizer
-    n = factory(args.dialect, max_line_bytes=args.max_line_bytes, max_depth=args.max_depth,
-                max_nodes=args.max_nodes)
+    n = factory(
+        args.dialect,
+        max_line_bytes=args.max_line_bytes,
+        max_depth=args.max_depth,
+        max_nodes=args.max_nodes,
+    )
 
     def write(events: list[dict[str, Any]]) -> None:
         for ev in events:

@@ -125,11 +125,20 @@ class Normalizer:
         held, self._held, self._held_bytes = self._held, [], 0
         if fallback:
             first = held[0]
-            text = (f"no decisive line among the first {len(held)}; "
-                    f"normalizing as the {dialect}-compatible shape")
-            self._push(_finish(first.position, dialect,
-                               {"kind": "status", "subtype": "dialect_fallback", "text": text},
-                               first.raw, first.value if first.ok else None), out)
+            text = (
+                f"no decisive line among the first {len(held)}; "
+                f"normalizing as the {dialect}-compatible shape"
+            )
+            self._push(
+                _finish(
+                    first.position,
+                    dialect,
+                    {"kind": "status", "subtype": "dialect_fallback", "text": text},
+                    first.raw,
+                    first.value if first.ok else None,
+                ),
+                out,
+            )
         for p in held:
             self._emit(p, out)
 
@@ -177,28 +186,44 @@ class Normalizer:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raw = data.decode("utf-8", "replace")
-            return Prepared(line.position, size=len(data), raw=raw,
-                            event=_error("invalid_utf8", f"invalid UTF-8 at byte {exc.start}"))
+            return Prepared(
+                line.position,
+                size=len(data),
+                raw=raw,
+                event=_error("invalid_utf8", f"invalid UTF-8 at byte {exc.start}"),
+            )
         if data.lstrip(BLANK)[:1] in (b"{", b"["):
             over = scan_budget(data, self._max_depth, self._max_nodes)
             if over == "too_deep":
                 message = f"nesting depth exceeds max_depth ({self._max_depth})"
-                return Prepared(line.position, size=len(data), raw=text, event=_error(over, message))
+                return Prepared(
+                    line.position, size=len(data), raw=text, event=_error(over, message)
+                )
             if over == "too_many_nodes":
                 message = f"node count exceeds max_nodes ({self._max_nodes})"
-                return Prepared(line.position, size=len(data), raw=text, event=_error(over, message))
+                return Prepared(
+                    line.position, size=len(data), raw=text, event=_error(over, message)
+                )
             try:
                 value, repairs = parse(data, text)
             except JsonError as exc:
                 message = f"{exc.message} at column {exc.offset + 1}"
-                return Prepared(line.position, size=len(data), raw=text, event=_error("invalid_json", message))
+                return Prepared(
+                    line.position, size=len(data), raw=text, event=_error("invalid_json", message)
+                )
         else:
             try:
                 value, repairs = parse(data, text)
             except JsonError:
-                return Prepared(line.position, size=len(data), raw=text,
-                                event={"kind": "status", "subtype": "non_json", "text": text})
-        return Prepared(line.position, size=len(data), raw=text, value=value, repairs=repairs, ok=True)
+                return Prepared(
+                    line.position,
+                    size=len(data),
+                    raw=text,
+                    event={"kind": "status", "subtype": "non_json", "text": text},
+                )
+        return Prepared(
+            line.position, size=len(data), raw=text, value=value, repairs=repairs, ok=True
+        )
 
 
 def _resolve(dialect: str | MappedDialect) -> Any:
@@ -210,8 +235,17 @@ class Prepared:
 
     __slots__ = ("event", "ok", "position", "raw", "repairs", "size", "value")
 
-    def __init__(self, position: int, raw: str, *, event: Event | None = None, value: Any = None,
-                 repairs: int = 0, ok: bool = False, size: int = 0) -> None:
+    def __init__(
+        self,
+        position: int,
+        raw: str,
+        *,
+        event: Event | None = None,
+        value: Any = None,
+        repairs: int = 0,
+        ok: bool = False,
+        size: int = 0,
+    ) -> None:
         self.position = position
         self.size = size
         self.raw = raw
@@ -225,8 +259,11 @@ UNKNOWN: Event = {"kind": "status", "subtype": "unknown"}
 
 
 def _error(code: str, message: str) -> Event:
-    return {"kind": "error", "subtype": code,
-            "error": {"code": code, "message": message, "errorKind": "semantic"}}
+    return {
+        "kind": "error",
+        "subtype": code,
+        "error": {"code": code, "message": message, "errorKind": "semantic"},
+    }
 
 
 def _cut_utf8(data: bytes) -> bytes:
@@ -241,10 +278,22 @@ def _cut_utf8(data: bytes) -> bytes:
     return data
 
 
-def _finish(position: int, dialect: str, ev: Event, raw: str, parsed: Any,
-            extra: dict[str, Any] | None = None) -> Event:
-    out: Event = {"v": V, "seq": 0, "position": position, "dialect": dialect,
-                  "kind": ev["kind"], "subtype": ev["subtype"]}
+def _finish(
+    position: int,
+    dialect: str,
+    ev: Event,
+    raw: str,
+    parsed: Any,
+    extra: dict[str, Any] | None = None,
+) -> Event:
+    out: Event = {
+        "v": V,
+        "seq": 0,
+        "position": position,
+        "dialect": dialect,
+        "kind": ev["kind"],
+        "subtype": ev["subtype"],
+    }
     for key in _ORDER:
         if key in ev:
             out[key] = ev[key]
@@ -266,6 +315,5 @@ def normalize(
     """Normalize a whole stream to events/v1 events (plain dicts)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    n = Normalizer(dialect, max_line_bytes=max_line_bytes, max_depth=max_depth,
-                   max_nodes=max_nodes)
+    n = Normalizer(dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes)
     return n.feed(data) + n.finish()

@@ -155,7 +155,7 @@ def _test(x: Any, where: str) -> Test:
             f"{where}: a test is a literal or an object with exactly one of "
             "eq, ne, in, prefix, exists, type"
         )
-    (op, arg), = x.items()
+    ((op, arg),) = x.items()
     if op in ("eq", "ne"):
         if not _is_literal(arg):
             raise MappingError(f"{where}/{op}: expected a string, integer, boolean or null")
@@ -199,15 +199,17 @@ def _str(x: Any, where: str, pointers_only: bool = False) -> Str:
     for i, it in enumerate(items):
         w = f"{where}/{i}" if isinstance(x, list) else where
         if pointers_only and not (isinstance(it, str) and it.startswith("/")):
-            raise MappingError(f"{w}: expected a JSON pointer (\"/a/b\") or a list of them")
+            raise MappingError(f'{w}: expected a JSON pointer ("/a/b") or a list of them')
         if isinstance(it, str):
             alts.append(("ptr", parse_pointer(it, w)) if it.startswith("/") else ("const", it))
-        elif isinstance(it, dict) and len(it) == 1 and "const" in it and isinstance(it["const"], str):
+        elif (
+            isinstance(it, dict) and len(it) == 1 and "const" in it and isinstance(it["const"], str)
+        ):
             alts.append(("const", it["const"]))
         else:
             raise MappingError(
-                f"{w}: a string spec is a JSON pointer (\"/a/b\"), a constant, "
-                "{\"const\": \"...\"} or a list of those"
+                f'{w}: a string spec is a JSON pointer ("/a/b"), a constant, '
+                '{"const": "..."} or a list of those'
             )
     return Str(tuple(alts))
 
@@ -220,12 +222,23 @@ def _ptr(x: Any, where: str) -> tuple[str, ...]:
 
 def _ptrs(x: Any, where: str) -> tuple[tuple[str, ...], ...]:
     items = x if isinstance(x, list) else [x]
-    return tuple(_ptr(p, f"{where}/{i}" if isinstance(x, list) else where)
-                 for i, p in enumerate(items))
+    return tuple(
+        _ptr(p, f"{where}/{i}" if isinstance(x, list) else where) for i, p in enumerate(items)
+    )
 
 
-_EMIT_KEYS = ("kind", "subtype", "role", "when", "text", "delta", "messageId", "tool", "error",
-              "usage")
+_EMIT_KEYS = (
+    "kind",
+    "subtype",
+    "role",
+    "when",
+    "text",
+    "delta",
+    "messageId",
+    "tool",
+    "error",
+    "usage",
+)
 
 
 def _emit(x: Any, where: str) -> Emit:
@@ -245,7 +258,7 @@ def _emit(x: Any, where: str) -> Emit:
     if "text" in e:
         args["text"] = _str(e["text"], f"{where}/text")
     elif kind == "message":
-        raise MappingError(f"{where}: a message needs \"text\"")
+        raise MappingError(f'{where}: a message needs "text"')
     if "delta" in e:
         if not isinstance(e["delta"], bool):
             raise MappingError(f"{where}/delta: expected true or false")
@@ -262,10 +275,14 @@ def _emit(x: Any, where: str) -> Emit:
         if "isError" in t:
             args["tool_is_error"] = _ptr(t["isError"], f"{where}/tool/isError")
     elif kind == "tool_call":
-        raise MappingError(f"{where}: a tool_call needs \"tool\"")
+        raise MappingError(f'{where}: a tool_call needs "tool"')
     if "error" in e:
-        er = _obj(e["error"], f"{where}/error", ("code", "message", "errorKind", "status"),
-                  ("code", "message"))
+        er = _obj(
+            e["error"],
+            f"{where}/error",
+            ("code", "message", "errorKind", "status"),
+            ("code", "message"),
+        )
         args["err_code"] = _str(er["code"], f"{where}/error/code")
         args["err_message"] = _str(er["message"], f"{where}/error/message")
         if "status" in er:
@@ -273,31 +290,37 @@ def _emit(x: Any, where: str) -> Emit:
         k = er.get("errorKind", "classify")
         if isinstance(k, str):
             if k not in (*ERROR_KINDS, "classify"):
-                raise MappingError(f"{where}/error/errorKind: expected quota, transport, "
-                                   "semantic, classify or {\"by\": ..., \"map\": {...}}")
+                raise MappingError(
+                    f"{where}/error/errorKind: expected quota, transport, "
+                    'semantic, classify or {"by": ..., "map": {...}}'
+                )
             args["err_kind"] = k
         else:
             kk = _obj(k, f"{where}/error/errorKind", ("by", "map", "else"), ("by", "map"))
             args["err_by"] = _ptr(kk["by"], f"{where}/error/errorKind/by")
             m = kk["map"]
             if not isinstance(m, dict) or not all(v in ERROR_KINDS for v in m.values()):
-                raise MappingError(f"{where}/error/errorKind/map: expected an object of "
-                                   "value -> quota|transport|semantic")
+                raise MappingError(
+                    f"{where}/error/errorKind/map: expected an object of "
+                    "value -> quota|transport|semantic"
+                )
             args["err_map"] = tuple(m.items())
             fallback = kk.get("else", "classify")
             if fallback not in (*ERROR_KINDS, "classify"):
-                raise MappingError(f"{where}/error/errorKind/else: expected quota, transport, "
-                                   "semantic or classify")
+                raise MappingError(
+                    f"{where}/error/errorKind/else: expected quota, transport, semantic or classify"
+                )
             args["err_kind"] = fallback
     elif kind == "error":
-        raise MappingError(f"{where}: an error needs \"error\"")
+        raise MappingError(f'{where}: an error needs "error"')
     if "usage" in e:
         u = _obj(e["usage"], f"{where}/usage", ("input", "output", "cached", "cost", "model"))
         if kind != "usage":
             raise MappingError(f"{where}/usage: only a usage event carries usage")
         if e["subtype"] not in SCOPES:
-            raise MappingError(f"{where}/subtype: a usage subtype is its scope: "
-                               f"{', '.join(SCOPES)}")
+            raise MappingError(
+                f"{where}/subtype: a usage subtype is its scope: {', '.join(SCOPES)}"
+            )
         args["usage_in"] = _ptrs(u.get("input", []), f"{where}/usage/input")
         args["usage_out"] = _ptrs(u.get("output", []), f"{where}/usage/output")
         if "cached" in u:
@@ -307,7 +330,7 @@ def _emit(x: Any, where: str) -> Emit:
         if "model" in u:
             args["usage_model"] = _str(u["model"], f"{where}/usage/model")
     elif kind == "usage":
-        raise MappingError(f"{where}: a usage event needs \"usage\"")
+        raise MappingError(f'{where}: a usage event needs "usage"')
     return Emit(**args)
 
 
@@ -316,8 +339,12 @@ def compile_mapping(doc: Any, source: str = "<mapping>") -> Mapping:
     from .dialects import DIALECTS
 
     where = source + ":"
-    d = _obj(doc, where + " ", ("checkfu_dialect", "dialect", "description", "sniff", "meta",
-                                "rules"), ("checkfu_dialect", "dialect", "rules"))
+    d = _obj(
+        doc,
+        where + " ",
+        ("checkfu_dialect", "dialect", "description", "sniff", "meta", "rules"),
+        ("checkfu_dialect", "dialect", "rules"),
+    )
     if d["checkfu_dialect"] != 1 or type(d["checkfu_dialect"]) is not int:
         raise MappingError(f"{where} /checkfu_dialect: expected 1")
     if d["dialect"] not in DIALECTS:
@@ -338,18 +365,23 @@ def compile_mapping(doc: Any, source: str = "<mapping>") -> Mapping:
         emits = rr["emit"]
         if not isinstance(emits, list):
             raise MappingError(f"{where} /rules/{i}/emit: expected a list")
-        compiled.append(Rule(_cond(rr["match"], f"{where} /rules/{i}/match"),
-                             tuple(_emit(e, f"{where} /rules/{i}/emit/{j}")
-                                   for j, e in enumerate(emits))))
+        compiled.append(
+            Rule(
+                _cond(rr["match"], f"{where} /rules/{i}/match"),
+                tuple(_emit(e, f"{where} /rules/{i}/emit/{j}") for j, e in enumerate(emits)),
+            )
+        )
     return Mapping(
         dialect=d["dialect"],
         description=desc,
         sniff=tuple(_cond(c, f"{where} /sniff/{i}") for i, c in enumerate(sniff)),
         rules=tuple(compiled),
         session_id=_str(meta["sessionId"], f"{where} /meta/sessionId", pointers_only=True)
-        if "sessionId" in meta else None,
+        if "sessionId" in meta
+        else None,
         native_type=_str(meta["nativeType"], f"{where} /meta/nativeType", pointers_only=True)
-        if "nativeType" in meta else None,
+        if "nativeType" in meta
+        else None,
     )
 
 
@@ -437,9 +469,14 @@ def _opt(v: Any, ptr: tuple[str, ...] | None) -> Any:
 def _event(e: Emit, v: Any) -> Event:
     ev: Event = {"kind": e.kind, "subtype": e.subtype}
     if e.kind == "usage":
-        return usage(e.subtype, string(e.usage_model, v),
-                     [_opt(v, p) for p in e.usage_in], _opt(v, e.usage_cached),
-                     [_opt(v, p) for p in e.usage_out], _opt(v, e.usage_cost)) | _mid(e, v)
+        return usage(
+            e.subtype,
+            string(e.usage_model, v),
+            [_opt(v, p) for p in e.usage_in],
+            _opt(v, e.usage_cached),
+            [_opt(v, p) for p in e.usage_out],
+            _opt(v, e.usage_cost),
+        ) | _mid(e, v)
     if e.role is not None:
         ev["role"] = e.role
     if e.text is not None:
@@ -508,5 +545,3 @@ def native_type(m: Mapping, v: Any) -> Any:
 
 def sniffs(m: Mapping, v: Any) -> bool:
     return any(holds(c, v) for c in m.sniff)
-
-

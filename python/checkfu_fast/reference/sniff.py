@@ -60,8 +60,9 @@ def sniff(v: Any) -> str | None:
 def _sniff_later(t: str, v: dict[str, Any]) -> str | None:
     """opencode, pi and grok tells, tried after the older dialects' own."""
     if isinstance(v.get("sessionID"), str):
-        if t in _OPENCODE_TYPES and (isinstance(v.get("part"), dict)
-                                     or isinstance(v.get("error"), dict)):
+        if t in _OPENCODE_TYPES and (
+            isinstance(v.get("part"), dict) or isinstance(v.get("error"), dict)
+        ):
             return "opencode"
         if t == "done":
             return "opencode"

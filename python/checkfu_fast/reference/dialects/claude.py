@@ -1,4 +1,7 @@
-"""claude: Claude Code ``-p --output-format stream-json --verbose``. Mirror of rust/dialects/claude.rs."""
+"""claude: Claude Code ``-p --output-format stream-json --verbose``.
+
+Mirror of rust/dialects/claude.rs.
+"""
 
 from __future__ import annotations
 
@@ -158,8 +161,12 @@ def _result(v: dict[str, Any]) -> list[Event]:
         out.append(status("result", text))
     if "usage" in v or "total_cost_usd" in v:
         out.append(
-            claude_usage("cumulative", _first_model(v.get("modelUsage")), v.get("usage"),
-                         v.get("total_cost_usd"))
+            claude_usage(
+                "cumulative",
+                _first_model(v.get("modelUsage")),
+                v.get("usage"),
+                v.get("total_cost_usd"),
+            )
         )
     return out
 

@@ -1,4 +1,7 @@
-"""codex: OpenAI Codex CLI ``codex exec --json``, current and legacy. Mirror of rust/dialects/codex.rs."""
+"""codex: OpenAI Codex CLI ``codex exec --json``, current and legacy.
+
+Mirror of rust/dialects/codex.rs.
+"""
 
 from __future__ import annotations
 
@@ -77,8 +80,13 @@ def map_line(v: dict[str, Any]) -> list[Event]:
 
 def _usage(u: dict[str, Any]) -> Event:
     # input_tokens already includes cached_input_tokens; output_tokens includes reasoning
-    return usage("cumulative", None, [u.get("input_tokens")], u.get("cached_input_tokens"),
-                 [u.get("output_tokens")])
+    return usage(
+        "cumulative",
+        None,
+        [u.get("input_tokens")],
+        u.get("cached_input_tokens"),
+        [u.get("output_tokens")],
+    )
 
 
 def _item(phase: str, item: dict[str, Any]) -> list[Event]:
@@ -197,8 +205,14 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
         return [status("progress", "token_count")]
     if t in ("error", "stream_error"):
         message = text_of(m.get("message")) or t
-        return [error("api_error" if t == "error" else "stream_error", t, message,
-                      classify(message) if t == "error" else _transport_unless(message))]
+        return [
+            error(
+                "api_error" if t == "error" else "stream_error",
+                t,
+                message,
+                classify(message) if t == "error" else _transport_unless(message),
+            )
+        ]
     if t == "turn_aborted":
         reason = text_of(m.get("reason")) or "turn aborted"
         return [error("turn_aborted", "turn_aborted", reason, "semantic")]
@@ -216,8 +230,9 @@ def _legacy_mcp_end(name: str, cid: Any, result: Any) -> Event:
         if "Ok" in result:
             ok = result["Ok"]
             if isinstance(ok, dict):
-                return tool_result(name, cid, ok.get("isError") is True,
-                                   content_text(ok.get("content")))
+                return tool_result(
+                    name, cid, ok.get("isError") is True, content_text(ok.get("content"))
+                )
             return tool_result(name, cid, False, "")
         if "Err" in result:
             return tool_result(name, cid, True, text_of(result["Err"]) or "")

@@ -1,4 +1,7 @@
-"""cursor: Cursor CLI ``cursor-agent -p --output-format stream-json``. Mirror of rust/dialects/cursor.rs."""
+"""cursor: Cursor CLI ``cursor-agent -p --output-format stream-json``.
+
+Mirror of rust/dialects/cursor.rs.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,17 @@ from .claude import content_events
 NAME = "cursor"
 
 # Where a finished tool's text lives, per result branch, first string wins.
-_RESULT_TEXT_FIELDS = ("content", "stdout", "resultForModel", "diffString", "output", "text",
-                       "stderr", "message", "error")
+_RESULT_TEXT_FIELDS = (
+    "content",
+    "stdout",
+    "resultForModel",
+    "diffString",
+    "output",
+    "text",
+    "stderr",
+    "message",
+    "error",
+)
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +68,9 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
     name, body = found
     body = body if isinstance(body, dict) else {}
     if name == "function":
-        name = body.get("name") if isinstance(body.get("name"), str) and body["name"] else "function"
+        name = (
+            body.get("name") if isinstance(body.get("name"), str) and body["name"] else "function"
+        )
         args = body.get("arguments")
     else:
         args = body.get("args")
@@ -100,7 +114,13 @@ def _result(v: dict[str, Any]) -> list[Event]:
     u = v.get("usage")
     if isinstance(u, dict):
         cached = u.get("cacheReadTokens")
-        out.append(usage("cumulative", None,
-                         [u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
-                         cached, [u.get("outputTokens")]))
+        out.append(
+            usage(
+                "cumulative",
+                None,
+                [u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
+                cached,
+                [u.get("outputTokens")],
+            )
+        )
     return out

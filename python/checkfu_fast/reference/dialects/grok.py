@@ -102,8 +102,11 @@ def _spend(v: dict[str, Any]) -> list[Event]:
     """Run totals (``json`` object, ``end``, ``error``): ``usage/cumulative``."""
     if "usage" not in v and "total_cost_usd" not in v:
         return []
-    return [_usage("cumulative", _first_model(v.get("modelUsage")), v.get("usage"),
-                   v.get("total_cost_usd"))]
+    return [
+        _usage(
+            "cumulative", _first_model(v.get("modelUsage")), v.get("usage"), v.get("total_cost_usd")
+        )
+    ]
 
 
 def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
@@ -112,8 +115,9 @@ def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
     cached = u.get("cache_read_input_tokens")
     # input_tokens is the uncached part; reasoning_tokens are reported apart from output_tokens
     inputs = [u.get("input_tokens"), cached, u.get("cache_creation_input_tokens")]
-    return usage(scope, model, inputs, cached, [u.get("output_tokens"), u.get("reasoning_tokens")],
-                 cost)
+    return usage(
+        scope, model, inputs, cached, [u.get("output_tokens"), u.get("reasoning_tokens")], cost
+    )
 
 
 def _first_model(model_usage: Any) -> Any:
@@ -179,6 +183,9 @@ def _step_finish(v: dict[str, Any]) -> list[Event]:
         u = u if isinstance(u, dict) else {}
         ticks = u.get("costUsdTicks")
         cost = ticks / TICKS_PER_USD if is_count(ticks) else None
-        out.append(usage("turn", v.get("model"), [u.get("inputTokens")], None,
-                         [u.get("outputTokens")], cost))
+        out.append(
+            usage(
+                "turn", v.get("model"), [u.get("inputTokens")], None, [u.get("outputTokens")], cost
+            )
+        )
     return out

@@ -75,8 +75,16 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
         cache = tk.get("cache")
         c = cache if isinstance(cache, dict) else {}
         cached = c.get("read")
-        out.append(usage("turn", v.get("modelID"), [tk.get("input"), cached, c.get("write")],
-                         cached, [tk.get("output"), tk.get("reasoning")], p.get("cost")))
+        out.append(
+            usage(
+                "turn",
+                v.get("modelID"),
+                [tk.get("input"), cached, c.get("write")],
+                cached,
+                [tk.get("output"), tk.get("reasoning")],
+                p.get("cost"),
+            )
+        )
     return out
 
 

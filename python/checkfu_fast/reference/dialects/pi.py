@@ -66,8 +66,14 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "tool_execution_end":
         r = v.get("result")
         text = content_text(r.get("content")) if isinstance(r, dict) else text_of(r) or ""
-        return [tool_result(name_or_unknown(v.get("toolName")), v.get("toolCallId"),
-                            v.get("isError") is True, text)]
+        return [
+            tool_result(
+                name_or_unknown(v.get("toolName")),
+                v.get("toolCallId"),
+                v.get("isError") is True,
+                text,
+            )
+        ]
     if t == "auto_compaction_start":
         return [status("compaction", text_of(v.get("reason")))]
     if t == "auto_compaction_end":
@@ -123,8 +129,14 @@ def _message(m: dict[str, Any]) -> list[Event]:
     if role == "user" or role == "system":
         return _blocks(m.get("content"), role)
     if role == "toolResult":
-        return [tool_result(name_or_unknown(m.get("toolName")), m.get("toolCallId"),
-                            m.get("isError") is True, content_text(m.get("content")))]
+        return [
+            tool_result(
+                name_or_unknown(m.get("toolName")),
+                m.get("toolCallId"),
+                m.get("isError") is True,
+                content_text(m.get("content")),
+            )
+        ]
     if role != "assistant":
         return []
     out = _blocks(m.get("content"), "assistant")
@@ -141,8 +153,14 @@ def _message(m: dict[str, Any]) -> list[Event]:
         cost = u.get("cost")
         cached = u.get("cacheRead")
         # `reasoning` (newer builds) is a subset of `output`: not added
-        ev = usage("message", m.get("model"), [u.get("input"), cached, u.get("cacheWrite")],
-                   cached, [u.get("output")], cost.get("total") if isinstance(cost, dict) else None)
+        ev = usage(
+            "message",
+            m.get("model"),
+            [u.get("input"), cached, u.get("cacheWrite")],
+            cached,
+            [u.get("output")],
+            cost.get("total") if isinstance(cost, dict) else None,
+        )
         if isinstance(m.get("responseId"), str):
             ev["messageId"] = m["responseId"]
         out.append(ev)

@@ -1,0 +1,97 @@
+"""Shared fixtures for the checkfu_fast test suite.
+
+``SHARED`` is the sibling ``shared`` directory of the project root (CI checks it out there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jsonschema_rs
+import pytest
+from hypothesis import HealthCheck, settings
+
+import checkfu_fast
+import checkfu_fast.reference
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+SCHEMA_PATH = SHARED / "seeds" / "003_4dc6804f576ea617.txt"
+CORPUS = SHARED / "corpus" / "real"
+CORPUS_DIALECTS = ("claude", "cursor", "codex")
+IMPLEMENTED = ("claude", "cursor", "codex")
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dev",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+IMPLS = {"native": checkfu_fast, "reference": checkfu_fast.reference}
+
+
+def _load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+_VALIDATOR = jsonschema_rs.validator_for(_load_schema())
+
+
+def assert_valid(events: list[dict]) -> None:
+    """Every event validates against the events/v1 schema (all errors reported)."""
+    for ev in events:
+        errors = [f"{e.instance_path}: {e.message}" for e in _VALIDATOR.iter_errors(ev)]
+        assert not errors, f"schema-invalid event {ev!r}: {errors}"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    assert SHARED.is_dir(), f"shared dir missing at {SHARED}"
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def event_schema() -> dict:
+    return _load_schema()
+
+
+@pytest.fixture(scope="session")
+def validator():
+    return _VALIDATOR
+
+
+@pytest.fixture(params=list(IMPLS), ids=list(IMPLS))
+def impl(request):
+    """The native package and the pure-Python reference, both with normalize/Normalizer."""
+    return IMPLS[request.param]
+
+
+def both(data, dialect="auto", **budgets):
+    """Normalize with native and reference, assert they agree, return the events."""
+    native = checkfu_fast.normalize(data, dialect, **budgets)
+    ref = checkfu_fast.reference.normalize(data, dialect, **budgets)
+    assert native == ref, _diff(native, ref)
+    return native
+
+
+def _diff(native: list[dict], ref: list[dict]) -> str:
+    lines = [f"native: {len(native)} events, reference: {len(ref)} events"]
+    for i in range(max(len(native), len(ref))):
+        a = native[i] if i < len(native) else None
+        b = ref[i] if i < len(ref) else None
+        if a != b:
+            lines.append(f"first difference at #{i}:\n  native    = {a!r}\n  reference = {b!r}")
+            break
+    return "\n".join(lines)
