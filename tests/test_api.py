@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -220,7 +219,3 @@ def test_reference_source_never_mentions_native():
     assert files
     for path in files:
         assert "_native" not in path.read_text(encoding="utf-8"), path
-
-
-def test_reference_module_file_location():
-    assert Path(checkfu_fast.reference.__file__).resolve().is_relative_to(ROOT / "python")

@@ -1037,3 +1037,63 @@ def test_canon_distinguishes_what_eq_hides():
     assert canon([1]) != canon([1.0])
     assert canon([True]) != canon([1])
     assert canon({"a": 1, "b": 2}) != canon({"b": 2, "a": 1})
+
+
+# -- hand-picked edge cases the generators reach rarely ----------------------------------------
+
+EDGE_CASES = {
+    "auto_hold_63_then_decisive": b'{"type":"assistant"}\n' * 63 + b'{"type":"turn.started"}\n',
+    "auto_hold_64_then_decisive": b'{"type":"assistant"}\n' * 64 + b'{"type":"turn.started"}\n',
+    "auto_hold_bytes": (b'"' + b"a" * (1 << 19) + b'"\n') * 2 + b'{"type":"turn.started"}\n',
+    "auto_hold_bytes_under": (b'"' + b"a" * ((1 << 19) - 3) + b'"\n') * 2
+    + b'{"type":"turn.started"}\n',
+    "auto_held_too_long": b"x" * 50 + b'\n{"type":"turn.started"}\n',
+    "usage_i64_max_plus_float": b'{"type":"turn.completed","usage":'
+    b'{"input_tokens":9223372036854775807,'
+    b'"cached_input_tokens":1.5,"output_tokens":9223372036854775807}}',
+    "usage_claude_overflowing_sum": b'{"type":"result","usage":{"input_tokens":9223372036854775807,'
+    b'"cache_read_input_tokens":9223372036854775807,"cache_creation_input_tokens":0.5,'
+    b'"output_tokens":1e308},"total_cost_usd":1e308}',
+    "usage_float_sum": b'{"type":"result","usage":{"input_tokens":0.1,'
+    b'"cache_read_input_tokens":0.2,'
+    b'"cache_creation_input_tokens":0.3,"output_tokens":1}}',
+    "usage_negative_zero": b'{"type":"result","usage":{"input_tokens":-0.0,"output_tokens":-0},'
+    b'"total_cost_usd":-0.0}',
+    "usage_beyond_i64": b'{"type":"turn.completed","usage":{"input_tokens":9223372036854775808,'
+    b'"output_tokens":18446744073709551616}}',
+    "surrogate_pair_key": b'{"\\ud83d\\ude00":1,"type":"x"}',
+    "lone_surrogate_in_type": b'{"type":"turn.started\\ud800"}',
+    "repair_count": b'{"a":"\\ud800\\udc00\\udc00\\ud800", "\\ud800":"\\udfff"}',
+    "duplicate_key_order": b'{"a":1,"b":2,"a":3}',
+    "nul_line": b"\x00\n",
+    "vt_ff_around_json": b"\x0b{}\x0b\n\x0c[]\x0c\n",
+    "int_4000_digits": b"[" + b"1" * 4000 + b"]",
+    "int_4001_digits_negative": b"[-" + b"1" * 4001 + b"]",
+    "float_5000_digits": b"[" + b"1" * 5000 + b".5]",
+    "huge_exponent": b"[1e99999999999999999999]",
+    "tiny_exponent": b"[1e-99999999999999999999]",
+    "zero_huge_exponent": b"[0e99999]",
+}
+
+
+@pytest.mark.parametrize("name", list(EDGE_CASES))
+@pytest.mark.parametrize("budgets", [{}, {"max_line_bytes": 40}], ids=["default", "short_lines"])
+def test_edge_cases_agree(name: str, budgets: dict):
+    data = EDGE_CASES[name]
+    for dialect in DIALECTS:
+        check_stream(data, dialect, **budgets)
+        want = checkfu_fast.reference.normalize(data, dialect, **budgets)
+        for label, impl in IMPLS.items():
+            got = feed_all(impl, data, list(range(0, len(data), 4096)), dialect, budgets)
+            assert_same(got, want, data[:200], f"{label} chunked")
+
+
+def test_auto_hold_limits():
+    ev = checkfu_fast.normalize(EDGE_CASES["auto_hold_63_then_decisive"])
+    assert {e["dialect"] for e in ev} == {"codex"}
+    assert "dialect_fallback" not in {e["subtype"] for e in ev}
+    # nothing decisive among the first 64 lines: fallback is announced once, first
+    ev = checkfu_fast.normalize(EDGE_CASES["auto_hold_64_then_decisive"])
+    assert ev[0]["subtype"] == "dialect_fallback" and ev[0]["position"] == 0
+    assert [e["subtype"] for e in ev].count("dialect_fallback") == 1
+    assert len({e["dialect"] for e in ev}) == 1
