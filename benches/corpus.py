@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["DIALECTS", "line_sizes", "make_corpus", "make_mixed"]
 
-DIALECTS = ("claude", "cursor", "codex")
+DIALECTS = ("claude", "cursor", "codex", "north", "canary", "solweb")
 
 BIG_FRACTION = 0.02  # share of lines that carry a large tool result
 BIG_MIN, BIG_MAX = 10_000, 240_000  # characters; escapes make the lines ~25% longer
@@ -523,10 +523,189 @@ def _codex_session(g: _Gen) -> Iterator[dict[str, Any]]:
         }
 
 
+# ------------------------------------------- mapped dialects (north, canary, solweb)
+# Line sizes follow the same distribution as above: each text delta carries a paragraph-sized
+# piece of prose (relays batch tokens), and BIG_FRACTION of the tool-call lines carry a large
+# argument payload.
+
+
+def _north_session(g: _Gen) -> Iterator[dict[str, Any]]:
+    r = g.r
+    cid, model = "chatcmpl-" + g.hexid(24), r.choice(("gpt-4.1", "gpt-4o-2024-08-06"))
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": 1760000000,
+            "model": model,
+            "system_fingerprint": "fp_" + g.hexid(10),
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    for _ in range(r.randint(4, 14)):
+        yield chunk({"content": g.prose(r.randint(60, 160))})
+    call = "call_" + g.hexid(24)
+    yield chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": call,
+                    "type": "function",
+                    "function": {"name": r.choice(_TOOLS), "arguments": ""},
+                }
+            ]
+        }
+    )
+    for _ in range(r.randint(1, 4)):
+        args = json.dumps({"path": r.choice(_PATHS), "content": g.tool_text(r.random() < 0.05)})
+        yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": args}}]})
+    yield chunk({}, "tool_calls")
+    yield {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 1760000000,
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": r.randint(500, 90000),
+            "completion_tokens": r.randint(10, 4000),
+            "prompt_tokens_details": {"cached_tokens": r.randint(0, 400)},
+        },
+    }
+
+
+def _canary_session(g: _Gen) -> Iterator[dict[str, Any]]:
+    r = g.r
+    mid = "msg_01" + g.hexid(22)
+    yield {
+        "type": "message_start",
+        "message": {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": r.randint(5, 900),
+                "cache_read_input_tokens": r.randint(0, 40000),
+                "cache_creation_input_tokens": r.randint(0, 4000),
+                "output_tokens": 1,
+            },
+        },
+    }
+    yield {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    for _ in range(r.randint(4, 14)):
+        yield {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": g.prose(r.randint(60, 160))},
+        }
+    yield {"type": "content_block_stop", "index": 0}
+    yield {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {
+            "type": "tool_use",
+            "id": g.toolu(),
+            "name": r.choice(_TOOLS),
+            "input": {},
+        },
+    }
+    for _ in range(r.randint(1, 4)):
+        part = json.dumps({"content": g.tool_text(r.random() < 0.05)})
+        yield {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": part},
+        }
+    yield {"type": "content_block_stop", "index": 1}
+    yield {
+        "type": "message_delta",
+        "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+        "usage": {"output_tokens": r.randint(10, 4000)},
+    }
+    yield {"type": "message_stop"}
+
+
+def _solweb_session(g: _Gen) -> Iterator[dict[str, Any]]:
+    r = g.r
+    rid, seq = "resp_" + g.hexid(48), 0
+
+    def ev(**fields: Any) -> dict[str, Any]:
+        nonlocal seq
+        seq += 1
+        return {**fields, "sequence_number": seq}
+
+    resp = {
+        "id": rid,
+        "object": "response",
+        "created_at": 1760000000,
+        "status": "in_progress",
+        "model": "gpt-5",
+        "output": [],
+        "usage": None,
+    }
+    yield ev(type="response.created", response=resp)
+    item = "msg_" + g.hexid(48)
+    texts = [g.prose(r.randint(60, 160)) for _ in range(r.randint(4, 14))]
+    for t in texts:
+        yield ev(
+            type="response.output_text.delta",
+            item_id=item,
+            output_index=0,
+            content_index=0,
+            delta=t,
+            logprobs=[],
+            obfuscation=g.hexid(8),
+        )
+    yield ev(
+        type="response.output_text.done",
+        item_id=item,
+        output_index=0,
+        content_index=0,
+        text=" ".join(texts),
+        logprobs=[],
+    )
+    args = json.dumps({"path": r.choice(_PATHS), "content": g.tool_text(r.random() < 0.05)})
+    yield ev(
+        type="response.output_item.done",
+        output_index=1,
+        item={
+            "id": "fc_" + g.hexid(48),
+            "type": "function_call",
+            "status": "completed",
+            "arguments": args,
+            "call_id": "call_" + g.hexid(24),
+            "name": r.choice(_TOOLS),
+        },
+    )
+    yield ev(
+        type="response.completed",
+        response={
+            **resp,
+            "status": "completed",
+            "usage": {
+                "input_tokens": r.randint(500, 90000),
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": r.randint(10, 4000),
+                "output_tokens_details": {"reasoning_tokens": r.randint(0, 900)},
+            },
+        },
+    )
+
+
 _SESSIONS: dict[str, Callable[[_Gen], Iterator[dict[str, Any]]]] = {
     "claude": _claude_session,
     "cursor": _cursor_session,
     "codex": _codex_session,
+    "north": _north_session,
+    "canary": _canary_session,
+    "solweb": _solweb_session,
 }
 
 
@@ -561,7 +740,7 @@ def make_mixed(target_bytes: int, seed: int = 0) -> bytes:
     the framing, parsing and budget work is the same.
     """
     third = target_bytes // 3
-    return b"".join(make_corpus(d, third, seed) for d in DIALECTS)
+    return b"".join(make_corpus(d, third, seed) for d in ("claude", "cursor", "codex"))
 
 
 def line_sizes(data: bytes) -> list[int]:

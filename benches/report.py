@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS_ORDER = ("claude", "cursor", "codex", "mixed")
+CORPUS_ORDER = ("claude", "cursor", "codex", "north", "canary", "solweb", "mixed")
 PATH_ORDER = ("native", "native_chunked_64k", "orjson_baseline", "reference")
 TARGETS = {"reference": 2.0, "orjson_baseline": 1.5}
 

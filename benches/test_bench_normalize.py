@@ -21,7 +21,7 @@ import orjson_baseline
 from checkfu_fast import reference
 from corpus import make_corpus, make_mixed
 
-CORPORA = ("claude", "cursor", "codex", "mixed")
+CORPORA = ("claude", "cursor", "codex", "north", "canary", "solweb", "mixed")
 BENCH_BYTES = 8 << 20
 SMOKE_BYTES = 1 << 20
 CHUNK = 64 << 10

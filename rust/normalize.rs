@@ -114,7 +114,7 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
         }
     };
     if matches!(data.get(first), Some(b'{' | b'[')) {
-        if let Some(over) = budget::scan(data, budget.max_depth, budget.max_nodes) {
+        let over = |over: budget::Over| {
             let message = match over {
                 budget::Over::Depth => {
                     format!("nesting depth exceeds max_depth ({})", budget.max_depth)
@@ -123,25 +123,34 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
                     format!("node count exceeds max_nodes ({})", budget.max_nodes)
                 }
             };
-            return Some(Prepared::Fail {
+            Prepared::Fail {
                 raw: Cow::Borrowed(text),
                 event: Box::new(fail(over.code(), message)),
-            });
-        }
-        return Some(match parse::parse(text) {
-            Ok((value, repairs)) => Prepared::Parsed {
-                raw: text,
-                value,
-                repairs,
-            },
-            Err(e) => {
-                let message = format!("{} at column {}", e.message, e.offset + 1);
-                Prepared::Fail {
-                    raw: Cow::Borrowed(text),
-                    event: Box::new(fail("invalid_json", message)),
-                }
             }
-        });
+        };
+        return Some(
+            match parse::parse_within(text, budget.max_depth, budget.max_nodes) {
+                Ok((value, repairs)) => Prepared::Parsed {
+                    raw: text,
+                    value,
+                    repairs,
+                },
+                Err(parse::Failure::Over(o)) => over(o),
+                // a later budget crossing still wins over the syntax error (lexical scan semantics)
+                Err(parse::Failure::Syntax(e)) => {
+                    match budget::scan(data, budget.max_depth, budget.max_nodes) {
+                        Some(o) => over(o),
+                        None => {
+                            let message = format!("{} at column {}", e.message, e.offset + 1);
+                            Prepared::Fail {
+                                raw: Cow::Borrowed(text),
+                                event: Box::new(fail("invalid_json", message)),
+                            }
+                        }
+                    }
+                }
+            },
+        );
     }
     Some(match parse::parse(text) {
         Ok((value, repairs)) => Prepared::Parsed {

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use crate::budget::Over;
 use crate::value::Value;
 
 /// Integers with more digits than this are rejected as out of range.
@@ -25,20 +26,51 @@ pub struct JsonError {
 /// The value and the number of lone surrogates repaired.
 pub type Parsed<'a> = (Value<'a>, usize);
 
-/// Parse a whole line.
+/// Parse a whole line, with no budget beyond [`HARD_DEPTH`].
 pub fn parse(text: &str) -> Result<Parsed<'_>, JsonError> {
+    match parse_within(text, HARD_DEPTH, usize::MAX) {
+        Ok(p) => Ok(p),
+        Err(Failure::Syntax(e)) => Err(e),
+        Err(Failure::Over(_)) => Err(JsonError {
+            message: "nesting too deep",
+            offset: 0,
+        }),
+    }
+}
+
+/// Why [`parse_within`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Syntax(JsonError),
+    /// A budget was crossed; the parser counts exactly as [`crate::budget::scan`] does, so on a
+    /// valid prefix the first crossing is the one the scan would report.
+    Over(Over),
+}
+
+/// Parse a line, stopping as soon as `max_depth` or `max_nodes` is crossed (so allocation stays
+/// bounded by the budget). A syntax error does not rule out a budget error later in the line:
+/// the caller runs the lexical scan then (see `normalize::prepare`).
+pub fn parse_within(text: &str, max_depth: usize, max_nodes: usize) -> Result<Parsed<'_>, Failure> {
     let mut p = Parser {
         s: text,
         b: text.as_bytes(),
         i: 0,
         repairs: 0,
         depth: 0,
+        nodes: 0,
+        max_depth: max_depth.min(HARD_DEPTH),
+        max_nodes,
+        over: None,
     };
     p.ws();
-    let v = p.value()?;
+    let v = p.value();
+    if let Some(o) = p.over {
+        return Err(Failure::Over(o));
+    }
+    let v = v.map_err(Failure::Syntax)?;
     p.ws();
     if p.i < p.b.len() {
-        return Err(p.err("trailing characters", p.i));
+        return Err(Failure::Syntax(p.err("trailing characters", p.i)));
     }
     Ok((v, p.repairs))
 }
@@ -49,7 +81,17 @@ struct Parser<'a> {
     i: usize,
     repairs: usize,
     depth: usize,
+    nodes: usize,
+    max_depth: usize,
+    max_nodes: usize,
+    over: Option<Over>,
 }
+
+/// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
+const STOPPED: JsonError = JsonError {
+    message: "budget exceeded",
+    offset: 0,
+};
 
 #[inline]
 fn is_ws(c: u8) -> bool {
@@ -76,7 +118,24 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Count one node (a container, string or scalar token), as the lexical scan does.
+    #[inline]
+    fn node(&mut self) -> Result<(), JsonError> {
+        self.nodes += 1;
+        if self.nodes > self.max_nodes {
+            self.over = Some(Over::Nodes);
+            return Err(STOPPED);
+        }
+        Ok(())
+    }
+
     fn value(&mut self) -> Result<Value<'a>, JsonError> {
+        // count where the lexical scan counts: a string, or any byte that is not a delimiter
+        // (containers are counted in `enter`)
+        if matches!(self.peek(), Some(c) if c == b'"' || !matches!(c, b'[' | b']' | b'{' | b'}' | b',' | b':'))
+        {
+            self.node()?;
+        }
         match self.peek() {
             None => Err(self.err("unexpected end of input", self.i)),
             Some(b'{') => self.object(),
@@ -172,7 +231,10 @@ impl<'a> Parser<'a> {
                 }
                 return Err(self.err("unterminated string", start));
             };
-            if let Some(j) = rest.get(..k).and_then(|r| r.iter().position(|&c| c < 0x20)) {
+            let run_bytes = rest.get(..k).unwrap_or_default();
+            // branch-free so it vectorizes; the position is only looked for on error
+            if run_bytes.iter().fold(false, |acc, &c| acc | (c < 0x20)) {
+                let j = run_bytes.iter().position(|&c| c < 0x20).unwrap_or(0);
                 return Err(self.err("control character in string", i + j));
             }
             let at = i + k;
@@ -249,9 +311,11 @@ impl<'a> Parser<'a> {
 
     fn enter(&mut self) -> Result<(), JsonError> {
         self.depth += 1;
-        if self.depth > HARD_DEPTH {
-            return Err(self.err("nesting too deep", self.i));
+        if self.depth > self.max_depth {
+            self.over = Some(Over::Depth);
+            return Err(STOPPED);
         }
+        self.node()?;
         self.i += 1;
         self.ws();
         Ok(())
@@ -297,6 +361,7 @@ impl<'a> Parser<'a> {
                 Some(b'"') => {}
                 Some(_) => return Err(self.err("expected string key", self.i)),
             }
+            self.node()?;
             let key = self.string()?;
             self.ws();
             match self.peek() {

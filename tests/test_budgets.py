@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import checkfu_fast
 import checkfu_fast.reference
+from checkfu_fast import reference
 from conftest import IMPLS, assert_valid
 
 
@@ -191,3 +194,15 @@ def test_budget_error_in_chunks():
         for i in range(0, len(data), 3):
             out += n.feed(data[i : i + 3])
         assert out + n.finish() == whole
+
+
+@given(
+    body=st.text(alphabet='[]{}",: 1ab\\\t', max_size=40),
+    max_depth=st.integers(1, 4),
+    max_nodes=st.integers(1, 8),
+)
+def test_budget_vs_syntax_precedence_agrees(body: str, max_depth: int, max_nodes: int) -> None:
+    """The native parser counts while parsing; the reference scans first. Same verdicts."""
+    data = ("[" + body + "\n").encode()
+    kw = {"max_depth": max_depth, "max_nodes": max_nodes}
+    assert checkfu_fast.normalize(data, "codex", **kw) == reference.normalize(data, "codex", **kw)
