@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 SCHEMA_PATH = SHARED / "seeds" / "003_4dc6804f576ea617.txt"
 CORPUS = SHARED / "corpus" / "real"
-CORPUS_DIALECTS = ("claude", "cursor", "codex")
+CORPUS_DIALECTS = ("claude", "cursor", "codex", "opencode", "pi", "grok")
 IMPLEMENTED = ("claude", "cursor", "codex")
 
 settings.register_profile(
