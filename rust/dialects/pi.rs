@@ -48,11 +48,10 @@ impl Dialect for Pi {
                     message(m, out);
                 }
             }
-            "tool_execution_start" => out.push(tool_call(
-                name_or_unknown(v.get("toolName")),
-                v.get("args"),
-                v.get("toolCallId"),
-            )),
+            // the call itself was announced by the assistant message's toolCall block
+            "tool_execution_start" => {
+                out.push(status("progress", v.str_at("toolName").map(Cow::Borrowed)))
+            }
             "tool_execution_update" => {
                 out.push(status("progress", v.str_at("toolName").map(Cow::Borrowed)))
             }
@@ -176,13 +175,9 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     match m.str_at("role") {
         Some("user") => return blocks(m.get("content"), "user", out),
         Some("system") => return blocks(m.get("content"), "system", out),
+        // the result itself was reported by tool_execution_end
         Some("toolResult") => {
-            out.push(tool_result(
-                name_or_unknown(m.get("toolName")),
-                m.get("toolCallId"),
-                m.is_true_at("isError"),
-                content_text(m.get("content")),
-            ));
+            out.push(status("progress", m.str_at("toolName").map(Cow::Borrowed)));
             return;
         }
         Some("assistant") => {}

@@ -60,7 +60,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         m = v.get("message")
         return _message(m) if isinstance(m, dict) else []
     if t == "tool_execution_start":
-        return [tool_call(name_or_unknown(v.get("toolName")), v.get("args"), v.get("toolCallId"))]
+        # the call itself was announced by the assistant message's toolCall block
+        return [status("progress", text_of(v.get("toolName")))]
     if t == "tool_execution_update":
         return [status("progress", text_of(v.get("toolName")))]
     if t == "tool_execution_end":
@@ -129,14 +130,8 @@ def _message(m: dict[str, Any]) -> list[Event]:
     if role == "user" or role == "system":
         return _blocks(m.get("content"), role)
     if role == "toolResult":
-        return [
-            tool_result(
-                name_or_unknown(m.get("toolName")),
-                m.get("toolCallId"),
-                m.get("isError") is True,
-                content_text(m.get("content")),
-            )
-        ]
+        # the result itself was reported by tool_execution_end
+        return [status("progress", text_of(m.get("toolName")))]
     if role != "assistant":
         return []
     out = _blocks(m.get("content"), "assistant")
