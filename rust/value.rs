@@ -76,6 +76,26 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// `dict.items()` of the Python dict built from this object: keys in first-occurrence order,
+    /// each with its last value. O(n).
+    pub fn dict_items(&self) -> Vec<(&str, &Value<'a>)> {
+        let Value::Object(pairs) = self else {
+            return Vec::new();
+        };
+        let mut last: std::collections::HashMap<&str, &Value<'a>> =
+            std::collections::HashMap::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            last.insert(k.as_ref(), v);
+        }
+        let mut out = Vec::with_capacity(last.len());
+        for (k, _) in pairs {
+            if let Some(v) = last.remove(k.as_ref()) {
+                out.push((k.as_ref(), v));
+            }
+        }
+        out
+    }
+
     /// Elements when this is an array.
     pub fn items(&self) -> &[Value<'a>] {
         match self {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, content_text, error, kind_for_status, msg, name_or_unknown, status, tool_call,
-    tool_result, usage, Event, LineMeta, Text,
+    tool_result, usage, Event, LineMeta, Num, Text,
 };
 use crate::value::Value;
 
@@ -178,18 +178,31 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
-        let first = match model_usage {
-            Some(Value::Object(pairs)) => pairs.first().map(|(k, _)| k),
-            _ => None,
-        };
+        let first = model_usage.and_then(main_model);
         let mut ev = claude_usage("cumulative", None, v.get("usage"), v.get("total_cost_usd"));
         if let (Some(k), Some(u)) = (first, ev.usage.as_mut()) {
             if !k.is_empty() {
-                u.model = Cow::Borrowed(k.as_ref());
+                u.model = Cow::Borrowed(k);
             }
         }
         out.push(ev);
     }
+}
+
+/// The `modelUsage` key that cost the most (the main model, not the helper one); ties go to
+/// the earlier key; with no `costUSD` count anywhere, the first key.
+fn main_model<'v>(model_usage: &'v Value<'v>) -> Option<&'v str> {
+    let mut best: Option<(&str, Num)> = None;
+    let items = model_usage.dict_items();
+    for (key, entry) in &items {
+        if let Some(cost) = Num::count(entry.get("costUSD")) {
+            if best.is_none_or(|(_, b)| !cost.le(b)) {
+                best = Some((key, cost));
+            }
+        }
+    }
+    best.map(|(k, _)| k)
+        .or_else(|| items.first().map(|(k, _)| *k))
 }
 
 fn joined_errors(errors: Option<&Value<'_>>) -> String {

@@ -12,6 +12,7 @@ from ..events import (
     classify,
     content_text,
     error,
+    is_count,
     kind_for_status,
     msg,
     name_or_unknown,
@@ -163,7 +164,7 @@ def _result(v: dict[str, Any]) -> list[Event]:
         out.append(
             claude_usage(
                 "cumulative",
-                _first_model(v.get("modelUsage")),
+                _main_model(v.get("modelUsage")),
                 v.get("usage"),
                 v.get("total_cost_usd"),
             )
@@ -177,11 +178,22 @@ def _joined_errors(errors: Any) -> str:
     return "; ".join(e for e in errors if isinstance(e, str))
 
 
-def _first_model(model_usage: Any) -> Any:
-    if isinstance(model_usage, dict):
-        for k in model_usage:
-            return k
-    return None
+def _main_model(model_usage: Any) -> Any:
+    """The ``modelUsage`` key that cost the most: the main model, not the helper (haiku) one.
+
+    Ties go to the earlier key; with no ``costUSD`` count anywhere, the first key.
+    """
+    if not isinstance(model_usage, dict):
+        return None
+    best, best_cost = None, None
+    for key, entry in model_usage.items():
+        cost = entry.get("costUSD") if isinstance(entry, dict) else None
+        if is_count(cost) and (best_cost is None or cost > best_cost):
+            best, best_cost = key, cost
+    if best is None:
+        for key in model_usage:
+            return key
+    return best
 
 
 def _stream_event(e: Any) -> list[Event]:
