@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, kind_for_status, msg, name_or_unknown, status, tool_call,
-    tool_result, usage, Event, LineMeta, Num, Text,
+    classify, content_text, error, kind_for_status, msg, name_or_unknown, or_str, status,
+    tool_call, tool_result, usage, Event, LineMeta, Num, Text,
 };
 use crate::value::Value;
 
@@ -235,7 +235,27 @@ fn stream_event<'v>(e: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
             }
         }
     }
+    if e.str_eq("type", "error") {
+        let err = e.get("error").filter(|x| x.is_object());
+        let code = or_str(err.and_then(|x| x.str_at("type")), "api_error");
+        let message = match err.and_then(|x| x.str_at("message")) {
+            Some(m) if !m.is_empty() => Cow::Borrowed(m),
+            _ => code.clone(),
+        };
+        let kind = sse_error_kind(&code).unwrap_or_else(|| classify(&message));
+        out.push(error("api_error", code, message, kind));
+        return;
+    }
     out.push(status("progress", e.str_at("type").map(Cow::Borrowed)));
+}
+
+/// Anthropic Messages SSE `error` types with a known kind.
+fn sse_error_kind(code: &str) -> Option<&'static str> {
+    match code {
+        "overloaded_error" | "api_error" | "timeout_error" => Some("transport"),
+        "rate_limit_error" | "billing_error" => Some("quota"),
+        _ => None,
+    }
 }
 
 fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {

@@ -12,8 +12,8 @@ use crate::value::Value;
 
 pub struct Cursor;
 
-/// Where a finished tool's text lives, per result branch; the first string wins.
-const RESULT_TEXT_FIELDS: [&str; 9] = [
+/// Where a finished tool's text lives, per result branch; the first non-empty string wins.
+const RESULT_TEXT_FIELDS: [&str; 11] = [
     "content",
     "stdout",
     "resultForModel",
@@ -23,6 +23,8 @@ const RESULT_TEXT_FIELDS: [&str; 9] = [
     "stderr",
     "message",
     "error",
+    "errorMessage",
+    "reason",
 ];
 
 impl Dialect for Cursor {
@@ -130,7 +132,7 @@ fn result_text<'v>(result: Option<&'v Value<'v>>) -> (bool, Text<'v>) {
         Some(b @ Value::Object(_)) => {
             let text = RESULT_TEXT_FIELDS
                 .iter()
-                .find_map(|f| b.str_at(f))
+                .find_map(|f| b.str_at(f).filter(|t| !t.is_empty()))
                 .unwrap_or("");
             (is_error, Cow::Borrowed(text))
         }

@@ -207,7 +207,24 @@ def _stream_event(e: Any) -> list[Event]:
                 return [_delta(msg("text", "assistant", d["text"]))]
             if dt == "thinking_delta" and isinstance(d.get("thinking"), str):
                 return [_delta(msg("thinking", "assistant", d["thinking"]))]
+    if e.get("type") == "error":
+        err = e.get("error")
+        err = err if isinstance(err, dict) else {}
+        code = text_of(err.get("type")) or "api_error"
+        message = text_of(err.get("message")) or code
+        kind = _SSE_ERROR_KINDS.get(code) or classify(message)
+        return [error("api_error", code, message, kind)]
     return [status("progress", text_of(e.get("type")))]
+
+
+# Anthropic Messages SSE `error` types with a known kind
+_SSE_ERROR_KINDS = {
+    "overloaded_error": "transport",
+    "api_error": "transport",
+    "timeout_error": "transport",
+    "rate_limit_error": "quota",
+    "billing_error": "quota",
+}
 
 
 def _delta(ev: Event) -> Event:

@@ -12,7 +12,7 @@ from .claude import content_events
 
 NAME = "cursor"
 
-# Where a finished tool's text lives, per result branch, first string wins.
+# Where a finished tool's text lives, per result branch; the first non-empty string wins.
 _RESULT_TEXT_FIELDS = (
     "content",
     "stdout",
@@ -23,6 +23,8 @@ _RESULT_TEXT_FIELDS = (
     "stderr",
     "message",
     "error",
+    "errorMessage",
+    "reason",
 )
 
 
@@ -97,7 +99,7 @@ def _result_text(result: Any) -> tuple[bool, str]:
             return is_error, branch
         if isinstance(branch, dict):
             for f in _RESULT_TEXT_FIELDS:
-                if isinstance(branch.get(f), str):
+                if isinstance(branch.get(f), str) and branch[f]:
                     return is_error, branch[f]
         return is_error, ""
     return False, ""
