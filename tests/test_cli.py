@@ -69,3 +69,19 @@ def test_golden_command(tmp_path: Path) -> None:
     bad = run("golden", str(tmp_path))
     assert bad.returncode == 1
     assert b"/0/subtype: expected (absent)" in bad.stdout
+
+
+def test_journal_command(tmp_path: Path) -> None:
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"kind":"run.start","engineSha":"a","engineVersion":"1","engineRoot":"/"}\n')
+    res = run("journal", str(ok))
+    assert res.returncode == 0
+    assert b"1 records, 0 with violations" in res.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind":"queue.launch","queueId":"q","attempt":0,"token":"t"}\n{"kind":"x"}\n')
+    res = run("journal", str(bad))
+    assert res.returncode == 1
+    assert res.stdout.decode().splitlines() == [
+        f"{bad}:1: /attempt: must be >= 1 [minimum] (queue.launch)",
+        f'{bad}:2: /kind: unknown kind "x" [unknown_kind] (x)',
+    ]

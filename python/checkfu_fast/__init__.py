@@ -47,6 +47,7 @@ __all__ = [
     "load_dialect",
     "normalize",
     "reference",
+    "validate_journal",
 ]
 
 Event = dict[str, Any]
@@ -120,3 +121,24 @@ class Normalizer:
     def finish(self) -> list[Event]:
         """End of stream: events of the last line (if it had no LF). Idempotent."""
         return self._inner.finish()
+
+
+def validate_journal(
+    data: bytes | str,
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> list[dict[str, Any]]:
+    """Every violation in a runner journal (JSONL of the events schema's ``$defs`` records).
+
+    Each violation is ``{"line", "position", "kind", "pointer", "keyword", "message"}``; an
+    empty list means every record is valid. Unknown kinds are violations with keyword
+    ``unknown_kind`` (reported, not fatal). See docs/journal.md.
+    """
+    check_options("auto", max_line_bytes, max_depth, max_nodes)
+    raw = _as_bytes(data)
+    if _native is None:  # pragma: no cover
+        return reference.validate_journal(raw, max_line_bytes=max_line_bytes,
+                                          max_depth=max_depth, max_nodes=max_nodes)
+    return _native.validate_journal(raw, max_line_bytes, max_depth, max_nodes)

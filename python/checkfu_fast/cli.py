@@ -3,9 +3,11 @@
 Commands:
   normalize [--dialect D] [--reference] [--summary] FILE...   events as JSONL on stdout
   golden [--reference] [DIR]                                   replay golden files, diff precisely
+  journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
 
-Exit codes: 0 success, 1 a golden mismatch or an unreadable file, 2 usage error.
+Exit codes: 0 success, 1 a golden mismatch, a journal violation or an unreadable file,
+2 usage error.
 """
 
 from __future__ import annotations
@@ -101,6 +103,32 @@ def _golden(args: argparse.Namespace) -> int:
     return 1 if failed or not total else 0
 
 
+def _journal(args: argparse.Namespace) -> int:
+    from . import validate_journal
+
+    fn = reference.validate_journal if args.reference else validate_journal
+    status = 0
+    for name in args.files:
+        try:
+            data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        except OSError as exc:
+            print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
+            continue
+        violations = fn(data)
+        for v in violations:
+            kind = f" ({v['kind']})" if v["kind"] is not None else ""
+            print(f"{name}:{v['line']}: {v['pointer'] or '/'}: {v['message']} "
+                  f"[{v['keyword']}]{kind}")
+        records = sum(1 for line in data.split(b"\n") if line.strip(b" \t\r\x0b\x0c"))
+        unknown = sum(v["keyword"] == "unknown_kind" for v in violations)
+        bad = len({v["line"] for v in violations})
+        print(f"{name}: {records} records, {bad} with violations "
+              f"({len(violations)} violations, {unknown} unknown kinds)", file=sys.stderr)
+        status = status or (1 if violations else 0)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="checkfu-fast", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -115,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("golden", help="replay golden files and diff")
     g.add_argument("dir", nargs="?", default="vectors/events")
     g.add_argument("--reference", action="store_true")
+    j = sub.add_parser("journal", help="validate runner journal records against the schema")
+    j.add_argument("files", nargs="+", metavar="FILE", help="journal file, or - for stdin")
+    j.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     sub.add_parser("dialects", help="list dialect names")
     args = p.parse_args(argv)
     try:
@@ -122,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             return _normalize(args)
         if args.command == "golden":
             return _golden(args)
+        if args.command == "journal":
+            return _journal(args)
         print("\n".join(DIALECTS))
         return 0
     except (CheckfuError, ValueError, NotImplementedError) as exc:

@@ -14,6 +14,7 @@ from ..errors import DialectNotImplemented, InvalidOption, UnknownDialect
 from .dialects import DIALECTS, IMPLEMENTED, MappedDialect, load_dialect
 from .events import Event
 from .framing import Framer, Line
+from .journal import validate_journal
 from .parse import JsonError, parse, scan_budget
 from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
 
@@ -24,6 +25,7 @@ __all__ = [
     "check_options",
     "load_dialect",
     "normalize",
+    "validate_journal",
 ]
 
 V = "events/v1"
