@@ -11,6 +11,7 @@ pub mod dialect;
 pub mod dialects;
 pub mod event;
 pub mod framing;
+pub mod journal;
 pub mod mapping;
 pub mod normalize;
 pub mod parse;

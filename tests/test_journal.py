@@ -20,6 +20,7 @@ from conftest import SHARED
 IMPLS = {"native": checkfu_fast.validate_journal, "reference": reference.validate_journal}
 
 GOOD = [
+    {"kind": "provision.failed", "taskId": "t", "cmd": None, "exitCode": 2, "logTail": "oops"},
     {
         "kind": "attempt.started",
         "task": "t1",
@@ -131,6 +132,10 @@ def test_valid_records_have_no_violations(impl) -> None:
 
 BAD = [
     (
+        {"kind": "provision.failed", "taskId": "t", "cmd": 1, "exitCode": 2.5, "logTail": "x"},
+        [("/cmd", "type"), ("/exitCode", "type")],
+    ),
+    (
         {
             "kind": "attempt.started",
             "task": "t",
@@ -232,6 +237,12 @@ def test_framing_errors_and_blank_lines(impl) -> None:
     data = b'\n{"kind":"quarantine"\n\xff\n  \n' + b"[" * 70 + b"]\n"
     got = [(v["line"], v["keyword"]) for v in impl(data)]
     assert got == [(2, "invalid_json"), (3, "invalid_utf8"), (5, "too_deep")]
+
+
+def test_type_lists_in_messages() -> None:
+    rec = {"kind": "provision.failed", "taskId": "t", "cmd": 1, "exitCode": 2, "logTail": None}
+    (v,) = checkfu_fast.validate_journal(jsonl([rec]))
+    assert v["message"] == "expected string or null"
 
 
 def test_messages_agree() -> None:

@@ -139,6 +139,7 @@ def validate_journal(
     check_options("auto", max_line_bytes, max_depth, max_nodes)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
-        return reference.validate_journal(raw, max_line_bytes=max_line_bytes,
-                                          max_depth=max_depth, max_nodes=max_nodes)
+        return reference.validate_journal(
+            raw, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+        )
     return _native.validate_journal(raw, max_line_bytes, max_depth, max_nodes)

@@ -19,6 +19,12 @@ def normalize(
     max_depth: int = ...,
     max_nodes: int = ...,
 ) -> list[dict[str, Any]]: ...
+def validate_journal(
+    data: bytes,
+    max_line_bytes: int = ...,
+    max_depth: int = ...,
+    max_nodes: int = ...,
+) -> list[dict[str, Any]]: ...
 
 class Normalizer:
     def __init__(

@@ -118,13 +118,17 @@ def _journal(args: argparse.Namespace) -> int:
         violations = fn(data)
         for v in violations:
             kind = f" ({v['kind']})" if v["kind"] is not None else ""
-            print(f"{name}:{v['line']}: {v['pointer'] or '/'}: {v['message']} "
-                  f"[{v['keyword']}]{kind}")
+            print(
+                f"{name}:{v['line']}: {v['pointer'] or '/'}: {v['message']} [{v['keyword']}]{kind}"
+            )
         records = sum(1 for line in data.split(b"\n") if line.strip(b" \t\r\x0b\x0c"))
         unknown = sum(v["keyword"] == "unknown_kind" for v in violations)
         bad = len({v["line"] for v in violations})
-        print(f"{name}: {records} records, {bad} with violations "
-              f"({len(violations)} violations, {unknown} unknown kinds)", file=sys.stderr)
+        print(
+            f"{name}: {records} records, {bad} with violations "
+            f"({len(violations)} violations, {unknown} unknown kinds)",
+            file=sys.stderr,
+        )
         status = status or (1 if violations else 0)
     return status
 

@@ -2,6 +2,7 @@
 //! No normalization logic lives here.
 
 mod convert;
+mod journal;
 
 use pyo3::exceptions::{PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
@@ -62,7 +63,7 @@ fn dialect_arg(d: &Bound<'_, PyAny>) -> PyResult<Option<AnyDialect>> {
     })
 }
 
-fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Budget> {
+pub(crate) fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Budget> {
     let check = |name: &str, v: i64, high: i64| -> PyResult<usize> {
         if (1..=high).contains(&v) {
             usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} out of range")))
@@ -254,6 +255,7 @@ impl Normalizer {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;

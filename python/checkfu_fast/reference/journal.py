@@ -30,7 +30,7 @@ class Node:
 
     ref: str | None = None
     all_of: list[Node] = field(default_factory=list)
-    type: str | None = None
+    types: list[str] | None = None
     const: Any = None
     has_const: bool = False
     enum: list[Any] | None = None
@@ -50,7 +50,10 @@ def compile_node(s: dict[str, Any]) -> Node:
     if "$ref" in s:
         n.ref = s["$ref"].rsplit("/", 1)[-1]
     n.all_of = [compile_node(x) for x in s.get("allOf", [])]
-    n.type = s.get("type")
+    t = s.get("type")
+    n.types = (
+        None if t is None else [t] if isinstance(t, str) else [x for x in t if isinstance(x, str)]
+    )
     if "const" in s:
         n.has_const, n.const = True, s["const"]
     n.enum = s.get("enum")
@@ -156,7 +159,7 @@ _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 def is_date_time(s: str) -> bool:
     """RFC 3339 ``date-time`` (leap second 60 allowed, offsets up to 23:59)."""
     m = _DT.match(s)
-    if m is None or not s.isascii():
+    if m is None:
         return False
     year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
     if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 60:
@@ -165,9 +168,8 @@ def is_date_time(s: str) -> bool:
     days = 29 if month == 2 and leap else _DAYS[month - 1]
     if not 1 <= day <= days:
         return False
-    if m.group(9) is not None and (int(m.group(9)) > 23 or int(m.group(10)) > 59):
-        return False
-    return True
+    offset_ok = m.group(9) is None or (int(m.group(9)) <= 23 and int(m.group(10)) <= 59)
+    return offset_ok
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -183,8 +185,8 @@ def validate(j: Journal, node: Node, v: Any, path: list[str | int], out: list[tu
         validate(j, j.defs[node.ref], v, path, out)
     for branch in node.all_of:
         validate(j, branch, v, path, out)
-    if node.type is not None and not _type_ok(node.type, v):
-        out.append((_ptr(path), "type", f"expected {node.type}"))
+    if node.types is not None and not any(_type_ok(t, v) for t in node.types):
+        out.append((_ptr(path), "type", f"expected {' or '.join(node.types)}"))
         return
     if node.has_const and not json_equal(v, node.const):
         out.append((_ptr(path), "const", f"must be {show(node.const)}"))
@@ -195,8 +197,9 @@ def validate(j: Journal, node: Node, v: Any, path: list[str | int], out: list[tu
         out.append((_ptr(path), "minimum", f"must be >= {show(node.minimum)}"))
     if isinstance(v, str):
         if node.min_length is not None and len(v) < node.min_length:
-            out.append((_ptr(path), "minLength",
-                        f"must have at least {node.min_length} character(s)"))
+            out.append(
+                (_ptr(path), "minLength", f"must have at least {node.min_length} character(s)")
+            )
         if node.pattern_re is not None and node.pattern_re.search(v) is None:
             out.append((_ptr(path), "pattern", f"must match {node.pattern}"))
         if node.date_time and not is_date_time(v):
@@ -213,8 +216,9 @@ def validate(j: Journal, node: Node, v: Any, path: list[str | int], out: list[tu
         if node.additional is False:
             for name in v:
                 if name not in declared:
-                    out.append((_ptr([*path, name]), "additionalProperties",
-                                "property not allowed"))
+                    out.append(
+                        (_ptr([*path, name]), "additionalProperties", "property not allowed")
+                    )
     if isinstance(v, list) and node.items is not None:
         for i, item in enumerate(v):
             validate(j, node.items, item, [*path, i], out)
@@ -227,46 +231,80 @@ def is_number(v: Any) -> bool:
 # -- the journal pass -------------------------------------------------------------------------
 
 
-def _violation(line: int, position: int, kind: Any, pointer: str, keyword: str,
-               message: str) -> dict[str, Any]:
-    return {"line": line, "position": position, "kind": kind, "pointer": pointer,
-            "keyword": keyword, "message": message}
+def _violation(
+    line: int, position: int, kind: Any, pointer: str, keyword: str, message: str
+) -> dict[str, Any]:
+    return {
+        "line": line,
+        "position": position,
+        "kind": kind,
+        "pointer": pointer,
+        "keyword": keyword,
+        "message": message,
+    }
 
 
-def check_record(j: Journal, data: bytes, line: int, position: int, total: int | None,
-                 budgets: tuple[int, int, int]) -> list[dict[str, Any]]:
+def check_record(
+    j: Journal,
+    data: bytes,
+    line: int,
+    position: int,
+    total: int | None,
+    budgets: tuple[int, int, int],
+) -> list[dict[str, Any]]:
     """Violations of one framed line (empty when it is a valid record)."""
     max_line_bytes, max_depth, max_nodes = budgets
     if total is not None:
-        return [_violation(line, position, None, "", "line_too_long",
-                           f"line of {total} bytes exceeds max_line_bytes ({max_line_bytes})")]
+        return [
+            _violation(
+                line,
+                position,
+                None,
+                "",
+                "line_too_long",
+                f"line of {total} bytes exceeds max_line_bytes ({max_line_bytes})",
+            )
+        ]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return [_violation(line, position, None, "", "invalid_utf8",
-                           f"invalid UTF-8 at byte {exc.start}")]
-    over = scan_budget(data, max_depth, max_nodes) if data.lstrip(BLANK)[:1] in (b"{", b"[") \
-        else None
+        return [
+            _violation(
+                line, position, None, "", "invalid_utf8", f"invalid UTF-8 at byte {exc.start}"
+            )
+        ]
+    over = (
+        scan_budget(data, max_depth, max_nodes) if data.lstrip(BLANK)[:1] in (b"{", b"[") else None
+    )
     if over is not None:
         limit = max_depth if over == "too_deep" else max_nodes
-        what = "nesting depth exceeds max_depth" if over == "too_deep" \
+        what = (
+            "nesting depth exceeds max_depth"
+            if over == "too_deep"
             else "node count exceeds max_nodes"
+        )
         return [_violation(line, position, None, "", over, f"{what} ({limit})")]
     try:
         value, _ = parse(data, text)
     except JsonError as exc:
-        return [_violation(line, position, None, "", "invalid_json",
-                           f"{exc.message} at column {exc.offset + 1}")]
+        return [
+            _violation(
+                line,
+                position,
+                None,
+                "",
+                "invalid_json",
+                f"{exc.message} at column {exc.offset + 1}",
+            )
+        ]
     if not isinstance(value, dict):
         return [_violation(line, position, None, "", "type", "a record must be an object")]
     kind = value.get("kind")
     if not isinstance(kind, str):
-        return [_violation(line, position, None, "/kind", "kind",
-                           "a record needs a string \"kind\"")]
+        return [_violation(line, position, None, "/kind", "kind", 'a record needs a string "kind"')]
     name = j.by_kind.get(kind)
     if name is None:
-        return [_violation(line, position, kind, "/kind", "unknown_kind",
-                           f'unknown kind "{kind}"')]
+        return [_violation(line, position, kind, "/kind", "unknown_kind", f'unknown kind "{kind}"')]
     out: list[tuple] = []
     validate(j, j.defs[name], value, [], out)
     return [_violation(line, position, kind, p, k, m) for p, k, m in out]
@@ -276,7 +314,7 @@ _JOURNAL: Journal | None = None
 
 
 def journal() -> Journal:
-    global _JOURNAL  # noqa: PLW0603 - an immutable cache of the compiled schema
+    global _JOURNAL  # an immutable cache of the compiled schema
     if _JOURNAL is None:
         _JOURNAL = load_schema()
     return _JOURNAL
@@ -309,4 +347,3 @@ def validate_journal(
     for number, position, raw, total in lines(data, max_line_bytes):
         out += check_record(j, raw, number, position, total, budgets)
     return out
-
