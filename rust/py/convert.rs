@@ -1,6 +1,6 @@
 //! Core values and events -> Python objects. Translation only.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -68,10 +68,23 @@ impl<'py> KeyCache<'py> {
 struct Shared<'py> {
     /// (address, length) of wanted strings and (address, 0) of wanted values.
     wanted: Vec<(usize, usize)>,
-    found: Vec<((usize, usize), Bound<'py, PyAny>)>,
+    /// The same keys as a set once there are many (one line can have 100k events).
+    wanted_set: Option<HashSet<(usize, usize)>>,
+    found: HashMap<(usize, usize), Bound<'py, PyAny>>,
 }
 
+/// Above this many wanted objects a set beats a linear scan.
+const SHARED_SCAN_MAX: usize = 8;
+
 impl<'py> Shared<'py> {
+    fn none() -> Self {
+        Shared {
+            wanted: Vec::new(),
+            wanted_set: None,
+            found: HashMap::new(),
+        }
+    }
+
     fn for_events(events: &[Event<'_>]) -> Self {
         let mut wanted = Vec::new();
         for ev in events {
@@ -84,21 +97,27 @@ impl<'py> Shared<'py> {
                 wanted.push((std::ptr::from_ref(args) as usize, 0));
             }
         }
+        let wanted_set = (wanted.len() > SHARED_SCAN_MAX).then(|| wanted.iter().copied().collect());
         Shared {
             wanted,
-            found: Vec::new(),
+            wanted_set,
+            found: HashMap::new(),
         }
     }
 
     #[inline]
     fn note(&mut self, key: (usize, usize), obj: &Bound<'py, PyAny>) {
-        if self.wanted.contains(&key) {
-            self.found.push((key, obj.clone()));
+        let hit = match &self.wanted_set {
+            Some(set) => set.contains(&key),
+            None => self.wanted.contains(&key),
+        };
+        if hit {
+            self.found.insert(key, obj.clone());
         }
     }
 
     fn get(&self, key: (usize, usize)) -> Option<&Bound<'py, PyAny>> {
-        self.found.iter().find(|(k, _)| *k == key).map(|(_, o)| o)
+        self.found.get(&key)
     }
 }
 
@@ -107,10 +126,7 @@ pub fn value<'py>(
     v: &Value<'_>,
     keys: &mut KeyCache<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut none = Shared {
-        wanted: Vec::new(),
-        found: Vec::new(),
-    };
+    let mut none = Shared::none();
     shared_value(py, v, keys, &mut none)
 }
 

@@ -167,8 +167,7 @@ def status_codes(low: bytes) -> list[int]:
     """HTTP statuses mentioned in a lowercased message (see ``_STATUS_CONTEXT``)."""
     out = []
     for m in _CODE.finditer(low):
-        before = low[: m.start()]
-        if m.start() == 0 or before.endswith(_STATUS_CONTEXT):
+        if m.start() == 0 or low.endswith(_STATUS_CONTEXT, 0, m.start()):
             out.append(int(m.group()))
     return out
 
