@@ -19,7 +19,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from hypothesis import given, note
