@@ -47,10 +47,14 @@ format: ## apply rustfmt and ruff format
 bench: install ## native vs reference vs orjson baseline, side by side (pytest-benchmark)
 	$(PY) -m pytest benches --benchmark-enable --benchmark-group-by=group -q
 
+.PHONY: fuzz
+fuzz: ## libFuzzer smoke run, 60 s per target (FUZZ_SECONDS=N to change; needs libfuzzer-14-dev)
+	fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+
 .PHONY: golden
 golden: ## regenerate expected golden files from the reference (review the diff!)
 	$(PY) vectors/regen.py
 
 .PHONY: clean
 clean: ## remove build and test artifacts
-	rm -rf target .pytest_cache .hypothesis .benchmarks demo-events.jsonl python/checkfu_fast/*.so
+	rm -rf target fuzz/target .pytest_cache .hypothesis .benchmarks demo-events.jsonl python/checkfu_fast/*.so

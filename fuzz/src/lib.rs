@@ -1,0 +1,72 @@
+//! Shared helpers for the fuzz targets: turning libFuzzer's raw input into a slice, and the
+//! invariants every target checks (a panic anywhere aborts, which libFuzzer reports as a crash).
+
+use _native::budget::Budget;
+use _native::dialect::{AnyDialect, DIALECTS};
+use _native::normalize::{map_line, prepare, Engine};
+
+/// Convert libFuzzer's input to a slice.
+///
+/// # Safety
+/// `data` must point to `size` readable bytes (libFuzzer guarantees it) or be null with size 0.
+pub unsafe fn input<'a>(data: *const u8, size: usize) -> &'a [u8] {
+    if data.is_null() || size == 0 {
+        &[]
+    } else {
+        // SAFETY: libFuzzer passes a valid buffer of `size` bytes for the call's duration.
+        unsafe { std::slice::from_raw_parts(data, size) }
+    }
+}
+
+/// Frame `data` (split at chunk sizes taken from its first bytes), prepare and map every line
+/// with `dialect`; check that every non-blank line gives at least one event.
+pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
+    let (sizes, body) = data.split_at(data.len().min(2));
+    let step = 1 + sizes.iter().fold(0usize, |a, b| a * 7 + usize::from(*b)) % 97;
+    let mut engine = Engine::new(dialect, budget);
+    let mut lines = 0usize;
+    let mut emitted = 0usize;
+    let mut chunks: Vec<&[u8]> = body.chunks(step).collect();
+    chunks.push(&[]);
+    for (i, chunk) in chunks.iter().enumerate() {
+        let items = if i + 1 == chunks.len() {
+            engine.finish()
+        } else {
+            engine.feed(chunk)
+        };
+        let Some(d) = engine.dialect().cloned() else {
+            continue;
+        };
+        for it in &items {
+            let bytes = it.span.bytes(chunk);
+            if let Some(p) = prepare(bytes, it.span.total, &budget) {
+                lines += 1;
+                let rec = map_line(it.span.position, &p, &d);
+                assert!(!rec.events.is_empty(), "a non-blank line gave no event");
+                emitted += rec.events.len();
+            }
+        }
+    }
+    assert!(emitted >= lines);
+}
+
+/// Every dialect name, plus `auto` (None).
+pub fn dialects() -> Vec<Option<AnyDialect>> {
+    let mut out = vec![None];
+    out.extend(
+        DIALECTS
+            .iter()
+            .filter_map(|n| AnyDialect::from_name(n).ok())
+            .map(Some),
+    );
+    out
+}
+
+/// Small budgets so the fuzzer reaches the limits quickly.
+pub fn small_budget(seed: u8) -> Budget {
+    Budget {
+        max_line_bytes: 16 + usize::from(seed) * 8,
+        max_depth: 1 + usize::from(seed % 16),
+        max_nodes: 1 + usize::from(seed) * 4,
+    }
+}
