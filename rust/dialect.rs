@@ -106,3 +106,14 @@ impl AnyDialect {
         }
     }
 }
+
+/// Test helper shared by the dialect modules: map one JSON line and check its events.
+#[cfg(test)]
+pub(crate) fn check_line(d: &impl Dialect, line: &str, check: impl FnOnce(&[Event<'_>])) {
+    let Ok((v, _)) = crate::parse::parse(line) else {
+        panic!("bad test json")
+    };
+    let mut out = Vec::new();
+    d.map(&v, &mut out);
+    check(&out);
+}

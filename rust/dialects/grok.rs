@@ -267,15 +267,9 @@ fn step_finish<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse;
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
-        let Ok((v, _)) = parse(line) else {
-            panic!("bad test json")
-        };
-        let mut out = Vec::new();
-        Grok.map(&v, &mut out);
-        check(&out);
+        crate::dialect::check_line(&Grok, line, check);
     }
 
     #[test]

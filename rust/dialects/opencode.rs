@@ -103,15 +103,9 @@ fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
 mod tests {
     use super::*;
     use crate::event::Num;
-    use crate::parse::parse;
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
-        let Ok((v, _)) = parse(line) else {
-            panic!("bad test json")
-        };
-        let mut out = Vec::new();
-        Opencode.map(&v, &mut out);
-        check(&out);
+        crate::dialect::check_line(&Opencode, line, check);
     }
 
     #[test]

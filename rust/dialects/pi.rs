@@ -218,15 +218,9 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
 mod tests {
     use super::*;
     use crate::event::Num;
-    use crate::parse::parse;
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
-        let Ok((v, _)) = parse(line) else {
-            panic!("bad test json")
-        };
-        let mut out = Vec::new();
-        Pi.map(&v, &mut out);
-        check(&out);
+        crate::dialect::check_line(&Pi, line, check);
     }
 
     #[test]
