@@ -5,9 +5,11 @@ Commands:
   golden [--reference] [DIR]                                   replay golden files, diff precisely
   journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
+  vectors [--live] FILE...                                     replay oneshot-v1 vector files
+  run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
 
-Exit codes: 0 success, 1 a golden mismatch, a journal violation or an unreadable file,
-2 usage error.
+Exit codes: 0 success, 1 a golden/vector mismatch, a journal violation, an unreadable file or
+a turn that did not finish, 2 usage error or a rejected contract / vector file.
 """
 
 from __future__ import annotations
@@ -133,6 +135,74 @@ def _journal(args: argparse.Namespace) -> int:
     return status
 
 
+def _vectors(args: argparse.Namespace) -> int:
+    from .oneshot import check_vector_file
+
+    status = 0
+    for name in args.files:
+        report = check_vector_file(name, live=args.live)
+        for line in report.lines():
+            print(line)
+        if report.error is not None:
+            status = 2
+        elif not report.ok:
+            status = max(status, 1)
+    return status
+
+
+def _read_json(path: str, what: str) -> Any:
+    from .oneshot.contract import load_json
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CheckfuError(f"{what} {path}: {exc.strerror or exc}") from None
+    return load_json(data, f"{what} {path}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+
+    from .oneshot import TurnRequest, minimal_environment, run_turn, validate_contract
+
+    contract = validate_contract(_read_json(args.contract, "contract"))
+    try:
+        prompt = Path(args.prompt_file).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckfuError(f"prompt file {args.prompt_file}: {exc}") from None
+    request = TurnRequest(
+        prompt,
+        _read_json(args.state, "state") if args.state else None,
+        _read_json(args.output_schema, "output schema") if args.output_schema else None,
+    )
+    extra = {}
+    for item in args.env:
+        name, eq, value = item.partition("=")
+        if not eq:
+            if name not in os.environ:
+                continue
+            value = os.environ[name]
+        extra[name] = value
+    result = run_turn(
+        contract,
+        request,
+        env=minimal_environment(extra),
+        deadline_s=args.deadline,
+        output_cap=args.output_cap,
+        dialect=args.dialect,
+        implementation="reference" if args.reference else "native",
+        entrypoint=args.entrypoint,
+    )
+    out = sys.stdout.buffer
+    for obs in result.observations:
+        out.write(_dumps(obs))
+    out.write(_dumps({"resulting_state": result.resulting_state}))
+    out.flush()
+    if args.state_out:
+        Path(args.state_out).write_text(json.dumps(result.resulting_state) + "\n", "utf-8")
+    return 0 if result.observations[-1]["type"] == "observation.finished" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="checkfu-fast", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -151,6 +221,27 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("files", nargs="+", metavar="FILE", help="journal file, or - for stdin")
     j.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     sub.add_parser("dialects", help="list dialect names")
+    v = sub.add_parser("vectors", help="replay oneshot-v1 author-kit vector files and diff")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--live", action="store_true", help="run the stub harness for real")
+    r = sub.add_parser("run", help="run one oneshot-v1 turn: observations JSONL, then the state")
+    r.add_argument("contract", metavar="CONTRACT.json")
+    r.add_argument("--prompt-file", required=True, metavar="P")
+    r.add_argument("--state", metavar="S.json", help="the prior state (resume)")
+    r.add_argument("--output-schema", metavar="O.json", help="the answer's JSON schema")
+    r.add_argument("--state-out", metavar="FILE", help="also write the new state here")
+    r.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
+    r.add_argument("--deadline", type=float, default=600.0, help="seconds (default 600)")
+    r.add_argument("--output-cap", type=int, default=64 << 20, help="bytes (default 64 MiB)")
+    r.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="pass this variable to the harness (repeatable); nothing else is inherited",
+    )
+    r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
+    r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
     args = p.parse_args(argv)
     try:
         if args.command == "normalize":
@@ -159,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             return _golden(args)
         if args.command == "journal":
             return _journal(args)
+        if args.command == "vectors":
+            return _vectors(args)
+        if args.command == "run":
+            return _run(args)
         print("\n".join(DIALECTS))
         return 0
     except (CheckfuError, ValueError, NotImplementedError) as exc:

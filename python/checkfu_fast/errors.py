@@ -29,3 +29,21 @@ class MappingError(CheckfuError, ValueError):
     """A dialect mapping file is malformed; the message names the file and JSON pointer."""
 
     code = "mapping.invalid"
+
+
+class ContractError(CheckfuError, ValueError):
+    """A oneshot-v1 contract or turn request is rejected before anything runs.
+
+    ``code`` is the seed schema's error type (``validation.malformed`` or
+    ``validation.payload_too_large``), ``pointer`` the RFC 6901 JSON pointer of the offending
+    value, ``rule`` a stable short name of the rule (docs/oneshot.md section 1).
+    """
+
+    code = "validation.malformed"
+
+    def __init__(self, code: str, pointer: str, rule: str, detail: str) -> None:
+        self.code = code
+        self.pointer = pointer
+        self.rule = rule
+        self.detail = detail
+        super().__init__(f"{code} at {pointer or '/'}: {rule}: {detail}")

@@ -1,0 +1,37 @@
+"""oneshot-v1: the reference one-shot harness wrapper (docs/oneshot.md).
+
+validate_contract(contract)                    section 1, raises ContractError
+plan_exchange(contract, TurnRequest(...))      section 2, pure
+run_turn(contract, TurnRequest(...))           section 3, runs the harness
+observe(contract, request, stdout, process)    section 4, deterministic
+check_vector_file(path, live=False)            section 5, the vector runner
+"""
+
+from __future__ import annotations
+
+from ..errors import ContractError
+from .contract import validate_contract
+from .executor import ProcessResult, StagedFile, minimal_environment, run_process
+from .observe import capability_set, observe
+from .plan import DEFAULT_STAGING_ROOT, TurnRequest, plan_exchange
+from .turn import TurnResult, run_turn
+from .vectors import FileReport, VectorReport, check_vector_file
+
+__all__ = [
+    "DEFAULT_STAGING_ROOT",
+    "ContractError",
+    "FileReport",
+    "ProcessResult",
+    "StagedFile",
+    "TurnRequest",
+    "TurnResult",
+    "VectorReport",
+    "capability_set",
+    "check_vector_file",
+    "minimal_environment",
+    "observe",
+    "plan_exchange",
+    "run_process",
+    "run_turn",
+    "validate_contract",
+]

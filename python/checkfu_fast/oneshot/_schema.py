@@ -1,0 +1,76 @@
+"""The seed schema (a verbatim copy of the oneshot-v1 author-kit schema) and its validators."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+import jsonschema_rs
+
+SCHEMA_FILE = "oneshot-v1.schema.json"
+
+
+@functools.cache
+def seed() -> dict[str, Any]:
+    text = resources.files("checkfu_fast").joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+def _validator(ref: str) -> Any:
+    s = seed()
+    return jsonschema_rs.validator_for(
+        {"$schema": s["$schema"], "$ref": ref, "$defs": s["$defs"]}, validate_formats=False
+    )
+
+
+@functools.cache
+def file_validator() -> Any:
+    return jsonschema_rs.validator_for(seed(), validate_formats=False)
+
+
+@functools.cache
+def contract_validator() -> Any:
+    return _validator("#/$defs/CreateOneShotHarnessReleaseContract")
+
+
+@functools.cache
+def observation_validator() -> Any:
+    return _validator(
+        "#/$defs/OneShotAuthorKitVectorContract/properties/normalized_observations/items"
+    )
+
+
+@functools.cache
+def state_validator() -> Any:
+    return _validator("#/$defs/Objects_")
+
+
+def pointer(path: list[Any] | tuple[Any, ...]) -> str:
+    """RFC 6901 pointer of a jsonschema-rs instance path."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def sorted_errors(validator: Any, instance: Any) -> list[Any]:
+    """Schema errors, the first in document order of the instance path first (stable)."""
+    errors = list(validator.iter_errors(instance))
+    return sorted(errors, key=lambda e: _doc_order(instance, list(e.instance_path)))
+
+
+def _doc_order(instance: Any, path: list[Any]) -> tuple[int, ...]:
+    """Position of a path in document order: the index of each step among its siblings."""
+    order = []
+    node = instance
+    for step in path:
+        if isinstance(node, dict):
+            keys = list(node)
+            order.append(keys.index(step) if step in node else len(keys))
+            node = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int):
+            order.append(step)
+            node = node[step] if 0 <= step < len(node) else None
+        else:
+            order.append(0)
+            node = None
+    return tuple(order)

@@ -1,0 +1,610 @@
+"""oneshot-v1 section 4: harness stdout (+ the process outcome) -> normalized observations.
+
+Deterministic: the same contract, request, stdout and process outcome give the same
+observations, so vectors replay byte for byte. Every rule is in docs/oneshot.md section 4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from .contract import compact_json
+from .plan import TurnRequest
+
+Observation = dict[str, Any]
+
+MAX_CONTENT = 262_144
+MAX_MESSAGE = 4_096
+MAX_NAME = 256
+MAX_COUNT = 1_000_000
+MAX_WALL_MS = 604_800_000
+
+FRAMING_ERRORS = {
+    "invalid_utf8",
+    "invalid_json",
+    "line_too_long",
+    "too_deep",
+    "too_many_nodes",
+    "utf16_stream",
+}
+NON_TERMINAL_ERRORS = FRAMING_ERRORS | {"retry", "item_error"}
+
+SHELL_TOOLS = {
+    "bash",
+    "shell",
+    "command_execution",
+    "exec_command",
+    "run_terminal_cmd",
+    "run_shell_command",
+    "execute_command",
+    "terminal",
+    "local_shell",
+}
+FILESYSTEM_TOOLS = {
+    "read",
+    "write",
+    "edit",
+    "multiedit",
+    "glob",
+    "grep",
+    "ls",
+    "list",
+    "notebookedit",
+    "notebookread",
+    "view",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "search_files",
+    "delete",
+    "delete_file",
+    "str_replace_based_edit_tool",
+}
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "end_turn",
+    "toolUse": "end_turn",
+    "pause_turn": "end_turn",
+    "completed": "end_turn",
+    "max_tokens": "max_tokens",
+    "length": "max_tokens",
+    "max_turn_requests": "max_turn_requests",
+    "max_turns": "max_turn_requests",
+    "refusal": "refusal",
+    "content_filter": "refusal",
+    "cancelled": "interrupted",
+    "canceled": "interrupted",
+    "aborted": "interrupted",
+    "interrupted": "interrupted",
+}
+DISPOSITIONS = {
+    "completed": "completed",
+    "failed": "failed",
+    "error": "failed",
+    "stopped": "canceled",
+    "killed": "canceled",
+    "canceled": "canceled",
+    "cancelled": "canceled",
+}
+FILE_EVENTS = {"add": "create", "delete": "delete", "update": "modify"}
+_WS = re.compile(r"\s")
+
+
+def digest_id(prefix: str, native_id: str) -> str:
+    """``prefix`` + the first 32 hex digits of SHA-256 of the native id's UTF-8 bytes."""
+    return prefix + hashlib.sha256(native_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` if it fits, else cut to leave room for a visible marker (code point boundary)."""
+    if len(text) <= limit:
+        return text
+    keep = limit
+    while True:
+        marker = f"…[truncated {len(text) - keep} chars]"
+        if keep + len(marker) <= limit:
+            return text[:keep] + marker
+        keep = limit - len(marker)
+
+
+def microusd(cost: float) -> int:
+    """USD -> micro-USD, half-even, in decimal from the float's shortest repr."""
+    return int((Decimal(repr(cost)) * 1_000_000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
+
+
+def capability_set(contract: dict[str, Any]) -> dict[str, Any]:
+    structured = contract["output_mode"] == "stream_json"
+    resumable = contract.get("resume_flag") is not None
+    return {
+        "event_fidelity": "structured" if structured else "text_only",
+        "continuation": "next_turn" if resumable else "rebuild_only",
+        "checkpoint": "disk_only" if resumable else "conversation_only",
+        "approval_delivery": "unsupported",
+        "interrupt": "kill_only",
+        "mid_run_input": "unsupported",
+        "model_control": "compatible"
+        if contract.get("model_wire_dialects") is not None
+        else "opaque",
+        "usage_authority": "harness_reported" if structured else "unknown",
+        "multiagent_shared_environment": False,
+        "subagents": "observed" if structured else "flatten",
+    }
+
+
+def _error(kind: str, message: str) -> dict[str, str]:
+    return {"type": kind, "message": cut(message, MAX_MESSAGE)}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class _Turn:
+    """Counters for ``observation.finished.turn``."""
+
+    def __init__(self) -> None:
+        self.shell = 0
+        self.filesystem = 0
+        self.mcp = 0
+        self.tools = 0
+        self.model_ids: set[str] = set()
+
+    def tool(self, name: str, native_kind: str | None) -> None:
+        self.tools += 1
+        low = name.lower()
+        if low in SHELL_TOOLS:
+            self.shell += 1
+        elif low in FILESYSTEM_TOOLS:
+            self.filesystem += 1
+        elif low.startswith("mcp_") or native_kind in ("mcp_tool_call", "mcpToolCall"):
+            self.mcp += 1
+
+    def payload(self, wall_time_ms: int) -> dict[str, Any]:
+        return {
+            "execution": "shell" if self.tools else "model_only",
+            "shell_commands": min(self.shell, MAX_COUNT),
+            "filesystem_commands": min(self.filesystem, MAX_COUNT),
+            "mcp_calls": min(self.mcp, MAX_COUNT),
+            "model_calls": min(len(self.model_ids), MAX_COUNT),
+            "wall_time_ms": min(max(wall_time_ms, 0), MAX_WALL_MS),
+        }
+
+
+def _native_kind(event: dict[str, Any]) -> str | None:
+    """The native item/tool type behind a tool event (codex item type, cursor *ToolCall key)."""
+    parsed = _dict(event.get("parsed"))
+    dialect = event.get("dialect")
+    if dialect == "codex":
+        item = parsed.get("item")
+        if isinstance(item, dict):
+            return _str(item.get("type"))
+        return _str(_dict(parsed.get("msg")).get("type"))
+    if dialect == "cursor":
+        for key in _dict(parsed.get("tool_call")):
+            if key.endswith("ToolCall"):
+                return key
+    return None
+
+
+def _tool_result(event: dict[str, Any]) -> Any:
+    """The result content exactly as the stream gives it (docs/oneshot.md, tool_result)."""
+    parsed = _dict(event.get("parsed"))
+    tool = _dict(event.get("tool"))
+    dialect = event.get("dialect")
+    if dialect == "claude":
+        for block in _dict(parsed.get("message")).get("content") or []:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == tool.get("id")
+            ):
+                return block.get("content")
+    elif dialect == "codex":
+        item = parsed.get("item")
+        if isinstance(item, dict):
+            if item.get("type") == "command_execution":
+                return item.get("aggregated_output")
+            if item.get("type") == "mcp_tool_call":
+                return item.get("result")
+        msg = _dict(parsed.get("msg"))
+        if msg.get("type") == "exec_command_end":
+            return msg.get("aggregated_output", msg.get("stdout"))
+        if msg.get("type") == "mcp_tool_call_end":
+            return msg.get("result")
+    elif dialect == "opencode":
+        state = _dict(_dict(parsed.get("part")).get("state"))
+        if "output" in state or "error" in state:
+            return state.get("output") if state.get("status") != "error" else state.get("error")
+    elif dialect == "pi":
+        if "result" in parsed:
+            return parsed.get("result")
+    elif dialect == "cursor":
+        call = _dict(parsed.get("tool_call"))
+        for key, value in call.items():
+            if key.endswith("ToolCall") and isinstance(value, dict) and "result" in value:
+                return value["result"]
+    elif dialect == "grok":
+        if "rawOutput" in parsed:
+            return parsed["rawOutput"]
+        if "content" in parsed:
+            return parsed["content"]
+    return event.get("text")
+
+
+def _compaction_counts(parsed: dict[str, Any]) -> tuple[int, int] | None:
+    pairs = (("pre_tokens", "post_tokens"), ("tokens_before", "tokens_after"))
+    pairs += (("tokensBefore", "tokensAfter"),)
+    for holder in (
+        parsed,
+        _dict(parsed.get("compact_metadata")),
+        _dict(parsed.get("compactMetadata")),
+        _dict(parsed.get("result")),
+    ):
+        for before_key, after_key in pairs:
+            before, after = _int(holder.get(before_key)), _int(holder.get(after_key))
+            if before is not None and after is not None:
+                return before, after
+    return None
+
+
+def _stop_reason(final: dict[str, Any] | None, last_assistant: dict[str, Any] | None) -> str:
+    candidates: list[Any] = []
+    if final is not None:
+        parsed = _dict(final.get("parsed"))
+        for holder in (parsed, _dict(parsed.get("part"))):
+            candidates += [
+                holder.get("stop_reason"),
+                holder.get("stopReason"),
+                holder.get("reason"),
+            ]
+    if last_assistant is not None:
+        message = _dict(_dict(last_assistant.get("parsed")).get("message"))
+        candidates += [message.get("stop_reason"), message.get("stopReason")]
+    for value in candidates:
+        if isinstance(value, str):
+            return STOP_REASONS.get(value, "end_turn")
+    return "end_turn"
+
+
+def _ending_from_error(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    err = _dict(event.get("error"))
+    code = err.get("code") or ""
+    message = err.get("message") if isinstance(err.get("message"), str) else code
+    if code == "error_max_turns" or event.get("subtype") == "max_turns":
+        return "finished", {"stop_reason": "max_turn_requests"}
+    if event.get("subtype") == "aborted":
+        return "finished", {"stop_reason": "interrupted"}
+    kind = err.get("errorKind")
+    if kind == "quota":
+        return "retryable_failure", {"error": _error("model.platform_capacity_reached", message)}
+    if kind == "transport":
+        return "retryable_failure", {"error": _error("model.platform_supply_unavailable", message)}
+    return "failed", {"error": _error("runtime.harness_failed", message)}
+
+
+def _normalize(stdout: bytes, dialect: Any, implementation: str) -> list[dict[str, Any]]:
+    if implementation == "reference":
+        from .. import reference
+
+        return reference.normalize(stdout, dialect)
+    from .. import normalize
+
+    return normalize(stdout, dialect)
+
+
+class _Stream:
+    """Maps events to observations and remembers what the ending needs."""
+
+    def __init__(self, output_schema: Any) -> None:
+        self.out: list[Observation] = []
+        self.turn = _Turn()
+        self.output_schema = output_schema
+        self.last_main_message: str | None = None
+        self.result_text: str | None = None
+        self.final: dict[str, Any] | None = None  # last outcome event
+        self.last_assistant: dict[str, Any] | None = None
+        self.cumulative_cost: float | None = None
+        self.turn_costs: list[float] = []
+        self.message_costs: dict[str, float] = {}
+        self.line_ids: dict[int, str] = {}
+
+    def run(self, events: list[dict[str, Any]]) -> None:
+        for e in events:
+            if e.get("kind") == "usage" and isinstance(e.get("messageId"), str):
+                self.line_ids.setdefault(e["position"], e["messageId"])
+        index_in_line: dict[int, int] = {}
+        for e in events:
+            n = index_in_line.get(e["position"], 0)
+            index_in_line[e["position"]] = n + 1
+            self.event(e, n)
+
+    def native_message_id(self, e: dict[str, Any]) -> str | None:
+        found = self.line_ids.get(e["position"])
+        if found is not None:
+            return found
+        return _str(_dict(_dict(e.get("parsed")).get("message")).get("id"))
+
+    def event(self, e: dict[str, Any], n: int) -> None:
+        kind, subtype = e.get("kind"), e.get("subtype")
+        parsed = _dict(e.get("parsed"))
+        subagent = e.get("parentToolUseId")
+        sub = {"subagent": digest_id("subg_", subagent)} if isinstance(subagent, str) else {}
+        if e.get("role") == "assistant" and not e.get("delta"):
+            self.last_assistant = e
+            mid = self.native_message_id(e)
+            if mid is not None:
+                self.turn.model_ids.add(mid)
+        if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
+            if subtype == "text" and e.get("role") != "assistant":
+                return
+            text = e.get("text") or ""
+            if not text:
+                return
+            payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
+            mid = self.native_message_id(e)
+            if mid is not None:
+                payload["event_id"] = digest_id("evt_", mid)
+            payload.update(sub)
+            name = "agent_message" if subtype == "text" else "agent_thinking"
+            self.out.append({"type": f"observation.{name}", "payload": payload})
+            if subtype == "text" and not sub:
+                self.last_main_message = payload["content"]
+        elif kind == "tool_call" and subtype == "tool_use":
+            tool = _dict(e.get("tool"))
+            name = tool.get("name") if isinstance(tool.get("name"), str) else ""
+            name = name or "unknown"
+            self.turn.tool(name, _native_kind(e))
+            payload = {
+                "tool_use_id": self.tool_id(tool, e, n),
+                "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
+                "args": tool.get("arguments"),
+                "provider_tool_name": cut(name, MAX_NAME),
+            }
+            payload.update(sub)
+            self.out.append({"type": "observation.tool_use", "payload": payload})
+        elif kind == "message" and subtype == "tool_result":
+            tool = _dict(e.get("tool"))
+            payload = {"tool_use_id": self.tool_id(tool, e, n), "result": _tool_result(e)}
+            if tool.get("isError") is True:
+                text = e.get("text") if isinstance(e.get("text"), str) else ""
+                payload["error"] = _error("runtime.harness_failed", text or "tool failed")
+            payload.update(sub)
+            self.out.append({"type": "observation.tool_result", "payload": payload})
+        elif kind == "status" and subtype == "file_change":
+            self.file_change(parsed)
+        elif kind == "status" and subtype == "compaction":
+            counts = _compaction_counts(parsed)
+            if counts is not None:
+                self.out.append(
+                    {
+                        "type": "observation.context_compacted",
+                        "payload": {
+                            "strategy": "native",
+                            "tokens_before": counts[0],
+                            "tokens_after": counts[1],
+                        },
+                    }
+                )
+        elif kind == "status" and subtype == "subagent" and e.get("dialect") == "claude":
+            self.subagent(parsed)
+        elif kind == "usage":
+            self.usage(e)
+        if kind == "status" and subtype in ("result", "turn_completed"):
+            self.final = e
+            if subtype == "result":
+                self.result_text = self.final_text(parsed)
+        elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
+            self.final = e
+
+    def tool_id(self, tool: dict[str, Any], e: dict[str, Any], n: int) -> str:
+        native = tool.get("id")
+        if isinstance(native, str) and native:
+            return cut(native, MAX_NAME)
+        return f"checkfu:{e['position']}:{n}"
+
+    def final_text(self, parsed: dict[str, Any]) -> str | None:
+        if self.output_schema is not None and "structured_output" in parsed:
+            return compact_json(parsed["structured_output"])
+        result = parsed.get("result")
+        return result if isinstance(result, str) else None
+
+    def file_change(self, parsed: dict[str, Any]) -> None:
+        item = _dict(parsed.get("item"))
+        if item.get("type") != "file_change":
+            return
+        self.turn.tools += 1
+        self.turn.filesystem += 1
+        if item.get("status") != "completed":
+            return
+        for change in item.get("changes") or []:
+            change = _dict(change)
+            event = FILE_EVENTS.get(change.get("kind"))  # type: ignore[arg-type]
+            path = change.get("path")
+            if event is None or not isinstance(path, str) or not path:
+                continue
+            self.out.append(
+                {
+                    "type": "observation.file_changed",
+                    "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
+                }
+            )
+
+    def subagent(self, parsed: dict[str, Any]) -> None:
+        native = _str(parsed.get("tool_use_id")) or _str(parsed.get("task_id"))
+        if native is None:
+            return
+        sid = digest_id("subg_", native)
+        if parsed.get("subtype") == "task_started":
+            name = _str(parsed.get("task_type")) or _str(parsed.get("subagent_type")) or "task"
+            description = parsed.get("description")
+            self.out.append(
+                {
+                    "type": "observation.subagent_started",
+                    "payload": {
+                        "subagent": sid,
+                        "name": cut(name, MAX_NAME),
+                        "description": cut(description, MAX_MESSAGE)
+                        if isinstance(description, str)
+                        else None,
+                    },
+                }
+            )
+        elif parsed.get("subtype") == "task_notification":
+            disposition = DISPOSITIONS.get(parsed.get("status"))  # type: ignore[arg-type]
+            if disposition is not None:
+                self.out.append(
+                    {
+                        "type": "observation.subagent_completed",
+                        "payload": {"subagent": sid, "disposition": disposition},
+                    }
+                )
+
+    def usage(self, e: dict[str, Any]) -> None:
+        cost = _dict(e.get("usage")).get("costUsd")
+        if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
+            return
+        scope = e.get("usageScope") or e.get("subtype")
+        if scope == "cumulative":
+            self.cumulative_cost = float(cost)
+        elif scope == "turn":
+            self.turn_costs.append(float(cost))
+        elif scope == "message":
+            self.message_costs.setdefault(e.get("messageId") or f"@{e['position']}", float(cost))
+
+    def cost(self) -> int | None:
+        if self.cumulative_cost is not None:
+            return microusd(self.cumulative_cost)
+        if self.turn_costs:
+            return sum(microusd(c) for c in self.turn_costs)
+        if self.message_costs:
+            return sum(microusd(c) for c in self.message_costs.values())
+        return None
+
+    def duration_ms(self) -> int | None:
+        if self.final is None:
+            return None
+        parsed = _dict(self.final.get("parsed"))
+        for key in ("duration_ms", "durationMs"):
+            value = _int(parsed.get(key))
+            if value is not None:
+                return value
+        return None
+
+
+def observe(
+    contract: dict[str, Any],
+    request: TurnRequest,
+    stdout: bytes | str,
+    *,
+    process: Any = None,
+    dialect: Any = "auto",
+    implementation: str = "native",
+) -> tuple[list[Observation], dict[str, Any]]:
+    """Observations for one turn and the resulting state.
+
+    ``process`` is the executor's ``ProcessResult`` of a live run, or ``None`` for a replay
+    (then the stream alone decides the ending). ``contract`` must be validated.
+    """
+    if isinstance(stdout, str):
+        stdout = stdout.encode("utf-8", "surrogatepass")
+    out: list[Observation] = [
+        {"type": "observation.ready", "payload": {"capability_set": capability_set(contract)}}
+    ]
+    stream: _Stream | None = None
+    last_response = ""
+    if contract["output_mode"] == "text":
+        text = stdout.decode("utf-8", "replace")
+        if text.endswith("\r\n"):
+            text = text[:-2]
+        elif text.endswith("\n"):
+            text = text[:-1]
+        if text:
+            content = cut(text, MAX_CONTENT)
+            out.append({"type": "observation.agent_message", "payload": {"content": content}})
+            last_response = content
+    else:
+        stream = _Stream(request.output_schema)
+        stream.run(_normalize(stdout, dialect, implementation))
+        out += stream.out
+        if stream.result_text is not None:
+            last_response = stream.result_text
+        elif stream.last_main_message is not None:
+            last_response = stream.last_main_message
+    out.append(_ending(stream, process))
+    prior = request.prior_state
+    state = {
+        "schema_version": 1,
+        "turn": (prior["turn"] + 1) if prior is not None else 1,
+        "last_response": last_response,
+    }
+    return out, state
+
+
+def _ending(stream: _Stream | None, process: Any) -> Observation:
+    def failed(kind: str, message: str) -> Observation:
+        return {"type": "observation.failed", "payload": {"error": _error(kind, message)}}
+
+    if process is not None:
+        if process.spawn_error is not None:
+            return failed(
+                "runtime.harness_unavailable",
+                process.spawn_error_message or f"entrypoint {process.spawn_error}",
+            )
+        if process.output_truncated:
+            return failed(
+                "validation.payload_too_large",
+                "harness output reached the output cap; the process group was killed",
+            )
+        if process.timed_out:
+            return failed(
+                "runtime.turn_deadline_exceeded",
+                f"turn deadline exceeded after {process.wall_time_ms} ms; "
+                "the process group was killed",
+            )
+    ending, payload = "finished", {}
+    if stream is not None and stream.final is not None and stream.final.get("kind") == "error":
+        ending, payload = _ending_from_error(stream.final)
+    if ending == "finished" and process is not None:
+        if process.signal is not None:
+            return failed("runtime.harness_failed", _exit_message(process))
+        if process.exit_code not in (0, None):
+            return failed("runtime.harness_failed", _exit_message(process))
+    if ending != "finished":
+        return {"type": f"observation.{ending}", "payload": payload}
+    finished: dict[str, Any] = {
+        "stop_reason": payload.get("stop_reason")
+        or _stop_reason(stream.final if stream else None, stream.last_assistant if stream else None)
+    }
+    if stream is not None:
+        cost = stream.cost()
+        if cost is not None:
+            finished["vendor_reported_cost_microusd"] = cost
+    wall = process.wall_time_ms if process is not None else None
+    if wall is None and stream is not None:
+        wall = stream.duration_ms()
+    if wall is not None:
+        finished["turn"] = (stream.turn if stream is not None else _Turn()).payload(wall)
+    return {"type": "observation.finished", "payload": finished}
+
+
+def _exit_message(process: Any) -> str:
+    if process.signal is not None:
+        head = f"harness killed by signal {process.signal}"
+    else:
+        head = f"harness exited with status {process.exit_code}"
+    tail = process.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+    return f"{head}: {tail[-1]}" if tail else head

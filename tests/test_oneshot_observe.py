@@ -1,0 +1,660 @@
+"""oneshot-v1 section 4: stdout -> observations (docs/oneshot.md). Expected values by hand."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from checkfu_fast.oneshot import TurnRequest, _schema, observe, validate_contract
+from checkfu_fast.oneshot.observe import cut, microusd
+from conftest import CORPUS, CORPUS_DIALECTS
+
+ANSWER = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+def h(prefix: str, native: str) -> str:
+    return prefix + hashlib.sha256(native.encode()).hexdigest()[:32]
+
+
+def contract(**over):
+    c = {
+        "image": "ghcr.io/acme/claude-code:2.1.0",
+        "entrypoint": "/usr/local/bin/claude",
+        "protocol": "oneshot-v1",
+        "argv": ["-p", "--output-format", "stream-json", "--verbose"],
+        "prompt_transport": "stdin",
+        "output_mode": "stream_json",
+    }
+    c.update(over)
+    return validate_contract(c)
+
+
+def jsonl(*lines) -> str:
+    return "".join(json.dumps(x) + "\n" for x in lines)
+
+
+def valid(observations):
+    v = _schema.observation_validator()
+    for o in observations:
+        errors = [f"{e.instance_path}: {e.message}" for e in v.iter_errors(o)]
+        assert not errors, (o, errors)
+    return observations
+
+
+def run(stdout, impl="native", request=None, process=None, **over):
+    obs, state = observe(
+        contract(**over),
+        request or TurnRequest("hi"),
+        stdout,
+        implementation=impl,
+        process=process,
+    )
+    return valid(obs), state
+
+
+def test_ready_capabilities_follow_the_contract():
+    obs, _ = run("", output_mode="text")
+    assert obs[0] == {
+        "type": "observation.ready",
+        "payload": {
+            "capability_set": {
+                "event_fidelity": "text_only",
+                "continuation": "rebuild_only",
+                "checkpoint": "conversation_only",
+                "approval_delivery": "unsupported",
+                "interrupt": "kill_only",
+                "mid_run_input": "unsupported",
+                "model_control": "opaque",
+                "usage_authority": "unknown",
+                "multiagent_shared_environment": False,
+                "subagents": "flatten",
+            }
+        },
+    }
+    caps = run("", resume_flag="--continue", model_wire_dialects=["anthropic_messages"])[0][0]
+    cs = caps["payload"]["capability_set"]
+    assert (cs["event_fidelity"], cs["continuation"], cs["checkpoint"]) == (
+        "structured",
+        "next_turn",
+        "disk_only",
+    )
+    assert (cs["model_control"], cs["usage_authority"], cs["subagents"]) == (
+        "compatible",
+        "harness_reported",
+        "observed",
+    )
+
+
+@pytest.mark.parametrize(
+    ("stdout", "content"),
+    [
+        ("Hello\n", "Hello"),
+        ("Hello\r\n", "Hello"),
+        ("Hello\n\n", "Hello\n"),
+        ("  two\nlines  ", "  two\nlines  "),
+        ("\n", None),
+        ("", None),
+    ],
+)
+def test_text_mode(stdout, content):
+    obs, state = run(stdout, output_mode="text")
+    middle = obs[1:-1]
+    if content is None:
+        assert middle == [] and state["last_response"] == ""
+    else:
+        assert middle == [{"type": "observation.agent_message", "payload": {"content": content}}]
+        assert state["last_response"] == content
+    assert obs[-1] == {"type": "observation.finished", "payload": {"stop_reason": "end_turn"}}
+
+
+def test_text_mode_invalid_utf8_is_replaced_not_fatal():
+    obs, _ = run(b"ok \xff\n", output_mode="text")
+    assert obs[1]["payload"]["content"] == "ok \ufffd"
+
+
+CLAUDE = jsonl(
+    {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash"], "model": "m"},
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_01A",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [
+                {"type": "thinking", "thinking": "Let me look.", "signature": "x"},
+                {"type": "text", "text": "Listing files."},
+                {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}},
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+        "parent_tool_use_id": None,
+        "session_id": "s1",
+    },
+    {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_01",
+                    "content": [{"type": "text", "text": "a.txt"}],
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_02",
+                    "content": "<tool_use_error>no such file</tool_use_error>",
+                    "is_error": True,
+                },
+            ],
+        },
+        "session_id": "s1",
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "id": "msg_01B",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "One file: a.txt"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 20, "output_tokens": 7},
+        },
+        "session_id": "s1",
+    },
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": 2851,
+        "result": "One file: a.txt",
+        "total_cost_usd": 0.0856255,
+        "usage": {"input_tokens": 30, "output_tokens": 12},
+        "session_id": "s1",
+        "structured_output": {"answer": "a.txt"},
+    },
+)
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_claude_stream(impl):
+    obs, state = run(CLAUDE, impl)
+    a, b = h("evt_", "msg_01A"), h("evt_", "msg_01B")
+    assert obs[1:] == [
+        {
+            "type": "observation.agent_thinking",
+            "payload": {"content": "Let me look.", "event_id": a},
+        },
+        {
+            "type": "observation.agent_message",
+            "payload": {"content": "Listing files.", "event_id": a},
+        },
+        {
+            "type": "observation.tool_use",
+            "payload": {
+                "tool_use_id": "toolu_01",
+                "tool": "harness:Bash",
+                "args": {"command": "ls"},
+                "provider_tool_name": "Bash",
+            },
+        },
+        {
+            "type": "observation.tool_result",
+            "payload": {"tool_use_id": "toolu_01", "result": [{"type": "text", "text": "a.txt"}]},
+        },
+        {
+            "type": "observation.tool_result",
+            "payload": {
+                "tool_use_id": "toolu_02",
+                "result": "<tool_use_error>no such file</tool_use_error>",
+                "error": {
+                    "type": "runtime.harness_failed",
+                    "message": "<tool_use_error>no such file</tool_use_error>",
+                },
+            },
+        },
+        {
+            "type": "observation.agent_message",
+            "payload": {"content": "One file: a.txt", "event_id": b},
+        },
+        {
+            "type": "observation.finished",
+            "payload": {
+                "stop_reason": "end_turn",
+                # 0.0856255 USD = 85,625.5 micro-USD; half-even rounds to the even 85,626
+                "vendor_reported_cost_microusd": 85626,
+                "turn": {
+                    "execution": "shell",
+                    "shell_commands": 1,
+                    "filesystem_commands": 0,
+                    "mcp_calls": 0,
+                    "model_calls": 2,
+                    "wall_time_ms": 2851,
+                },
+            },
+        },
+    ]
+    assert state == {"schema_version": 1, "turn": 1, "last_response": "One file: a.txt"}
+
+
+def test_structured_output_is_the_last_response_when_a_schema_was_given():
+    _, state = run(
+        CLAUDE,
+        request=TurnRequest("hi", {"schema_version": 1, "turn": 2, "last_response": ""}, ANSWER),
+    )
+    assert state == {"schema_version": 1, "turn": 3, "last_response": '{"answer":"a.txt"}'}
+
+
+def test_microusd_half_even_in_decimal():
+    assert microusd(0.0856255) == 85626  # .5 -> even (6)
+    assert microusd(0.0856245) == 85624  # .5 -> even (4)
+    assert microusd(0.0000005) == 0
+    assert microusd(0.0000015) == 2
+    assert microusd(0.14746179999999998) == 147462
+    assert microusd(0) == 0
+
+
+def test_subagent_lines_carry_the_hashed_parent_id():
+    stdout = jsonl(
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_task",
+                        "name": "Task",
+                        "input": {"description": "find", "subagent_type": "Explore"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": "t1",
+            "tool_use_id": "toolu_task",
+            "description": "find",
+            "task_type": "Explore",
+        },
+        {
+            "type": "assistant",
+            "parent_tool_use_id": "toolu_task",
+            "message": {
+                "id": "msg_2",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "searching"},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_g",
+                        "name": "Grep",
+                        "input": {"pattern": "x"},
+                    },
+                ],
+            },
+        },
+        {
+            "type": "system",
+            "subtype": "task_notification",
+            "task_id": "t1",
+            "tool_use_id": "toolu_task",
+            "status": "completed",
+            "summary": "done",
+        },
+    )
+    obs, state = run(stdout)
+    sub = h("subg_", "toolu_task")
+    types = [o["type"].removeprefix("observation.") for o in obs]
+    assert types == [
+        "ready",
+        "tool_use",
+        "subagent_started",
+        "agent_message",
+        "tool_use",
+        "subagent_completed",
+        "finished",
+    ]
+    assert obs[2]["payload"] == {"subagent": sub, "name": "Explore", "description": "find"}
+    assert obs[3]["payload"] == {
+        "content": "searching",
+        "event_id": h("evt_", "msg_2"),
+        "subagent": sub,
+    }
+    assert obs[4]["payload"]["subagent"] == sub and "subagent" not in obs[1]["payload"]
+    assert obs[5]["payload"] == {"subagent": sub, "disposition": "completed"}
+    assert state["last_response"] == ""  # a sub-agent's message is not the answer
+    assert obs[-1]["payload"] == {"stop_reason": "end_turn"}  # no duration reported: no turn
+
+
+@pytest.mark.parametrize(
+    ("lines", "ending"),
+    [
+        (
+            [
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": True,
+                    "result": "Weekly limit reached ∙ resets 5am",
+                }
+            ],
+            (
+                "retryable_failure",
+                {
+                    "error": {
+                        "type": "model.platform_capacity_reached",
+                        "message": "Weekly limit reached ∙ resets 5am",
+                    }
+                },
+            ),
+        ),
+        (
+            [
+                {"type": "error", "message": "stream error: 503 Service Unavailable"},
+                {
+                    "type": "turn.failed",
+                    "error": {"message": "stream error: 503 Service Unavailable"},
+                },
+            ],
+            (
+                "retryable_failure",
+                {
+                    "error": {
+                        "type": "model.platform_supply_unavailable",
+                        "message": "stream error: 503 Service Unavailable",
+                    }
+                },
+            ),
+        ),
+        (
+            [
+                {
+                    "type": "result",
+                    "subtype": "error_max_turns",
+                    "is_error": True,
+                    "duration_ms": 10,
+                    "errors": ["Reached maximum number of turns (1)"],
+                }
+            ],
+            (
+                "finished",
+                {
+                    "stop_reason": "max_turn_requests",
+                    "turn": {
+                        "execution": "model_only",
+                        "shell_commands": 0,
+                        "filesystem_commands": 0,
+                        "mcp_calls": 0,
+                        "model_calls": 0,
+                        "wall_time_ms": 10,
+                    },
+                },
+            ),
+        ),
+        (
+            [
+                {
+                    "type": "result",
+                    "subtype": "error_during_execution",
+                    "is_error": True,
+                    "errors": ["boom"],
+                }
+            ],
+            ("failed", {"error": {"type": "runtime.harness_failed", "message": "boom"}}),
+        ),
+        (
+            # an error the harness recovered from does not decide the ending
+            [
+                {"type": "thread.started", "thread_id": "t"},
+                {"type": "error", "message": "Reconnecting... 1/5"},
+                {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+            ],
+            ("finished", {"stop_reason": "end_turn"}),
+        ),
+    ],
+)
+def test_endings(lines, ending):
+    obs, _ = run(jsonl(*lines))
+    assert obs[-1] == {"type": f"observation.{ending[0]}", "payload": ending[1]}
+    assert (
+        sum(
+            o["type"]
+            in ("observation.finished", "observation.failed", "observation.retryable_failure")
+            for o in obs
+        )
+        == 1
+    )
+
+
+def test_garbage_lines_and_a_half_written_last_line_still_finish():
+    stdout = (
+        "Traceback (most recent call last):\n<html>502</html>\n"
+        + jsonl(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "m",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "hi"}],
+                },
+            }
+        )
+        + '{"type":"result","subtype":"succ'
+    )
+    obs, state = run(stdout)
+    assert [o["type"] for o in obs] == [
+        "observation.ready",
+        "observation.agent_message",
+        "observation.finished",
+    ]
+    assert state["last_response"] == "hi"
+
+
+def proc(**over):
+    base = dict(
+        stdout=b"",
+        stderr_tail=b"",
+        exit_code=0,
+        signal=None,
+        timed_out=False,
+        killed_by_us=False,
+        output_truncated=False,
+        wall_time_ms=1234,
+        spawn_error=None,
+        spawn_error_message=None,
+        escaped_descendants=False,
+        stdin_broken=False,
+    )
+    base.update(over)
+    return SimpleNamespace(**base)
+
+
+@pytest.mark.parametrize(
+    ("process", "kind", "error_type"),
+    [
+        (
+            proc(spawn_error="not_found", spawn_error_message="entrypoint /x not found"),
+            "failed",
+            "runtime.harness_unavailable",
+        ),
+        (
+            proc(output_truncated=True, killed_by_us=True, exit_code=None, signal=9),
+            "failed",
+            "validation.payload_too_large",
+        ),
+        (
+            proc(timed_out=True, killed_by_us=True, exit_code=None, signal=2),
+            "failed",
+            "runtime.turn_deadline_exceeded",
+        ),
+        (
+            proc(exit_code=3, stderr_tail=b"warn\nfatal: bad flag\n"),
+            "failed",
+            "runtime.harness_failed",
+        ),
+        (proc(exit_code=None, signal=9), "failed", "runtime.harness_failed"),
+    ],
+)
+def test_live_endings(process, kind, error_type):
+    obs, _ = run("", process=process)
+    assert obs[-1]["type"] == f"observation.{kind}"
+    assert obs[-1]["payload"]["error"]["type"] == error_type
+    if process.exit_code == 3:
+        assert (
+            obs[-1]["payload"]["error"]["message"]
+            == "harness exited with status 3: fatal: bad flag"
+        )
+
+
+def test_live_success_always_has_a_measured_turn():
+    obs, _ = run("", process=proc())
+    assert obs[-1]["payload"]["turn"]["wall_time_ms"] == 1234
+    obs, _ = run("ok\n", process=proc(), output_mode="text")
+    assert obs[-1]["payload"]["turn"] == {
+        "execution": "model_only",
+        "shell_commands": 0,
+        "filesystem_commands": 0,
+        "mcp_calls": 0,
+        "model_calls": 0,
+        "wall_time_ms": 1234,
+    }
+
+
+def test_quota_error_in_stream_wins_over_the_exit_status():
+    stdout = jsonl(
+        {"type": "result", "subtype": "success", "is_error": True, "result": "429 rate limit"}
+    )
+    obs, _ = run(stdout, process=proc(exit_code=1))
+    assert obs[-1]["type"] == "observation.retryable_failure"
+
+
+def test_cut_is_visible_and_fits():
+    s = "é" * 300_000
+    out = cut(s, 262_144)
+    assert len(out) == 262_144 and out.endswith(" chars]") and "truncated" in out
+    assert cut("short", 10) == "short"
+    obs, _ = run(s + "\n", output_mode="text")
+    assert len(obs[1]["payload"]["content"]) == 262_144
+
+
+def test_codex_file_changes_and_tool_classes():
+    stdout = jsonl(
+        {"type": "thread.started", "thread_id": "th"},
+        {
+            "type": "item.started",
+            "item": {
+                "id": "item_1",
+                "type": "command_execution",
+                "command": "bash -lc ls",
+                "aggregated_output": "",
+                "status": "in_progress",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_1",
+                "type": "command_execution",
+                "command": "bash -lc ls",
+                "aggregated_output": "a\n",
+                "exit_code": 0,
+                "status": "completed",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_2",
+                "type": "file_change",
+                "changes": [
+                    {"path": "/w/a.txt", "kind": "update"},
+                    {"path": "/w/b.txt", "kind": "add"},
+                ],
+                "status": "completed",
+            },
+        },
+        {
+            "type": "item.started",
+            "item": {
+                "id": "item_3",
+                "type": "mcp_tool_call",
+                "server": "docs",
+                "tool": "search",
+                "arguments": {"q": "x"},
+                "status": "in_progress",
+            },
+        },
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 5, "cached_input_tokens": 0, "output_tokens": 2},
+        },
+    )
+    obs, _ = run(stdout)
+    kinds = [(o["type"].removeprefix("observation."), o["payload"]) for o in obs[1:-1]]
+    assert kinds[0] == (
+        "tool_use",
+        {
+            "tool_use_id": "item_1",
+            "tool": "harness:shell",
+            "args": "bash -lc ls",
+            "provider_tool_name": "shell",
+        },
+    )
+    assert kinds[1] == ("tool_result", {"tool_use_id": "item_1", "result": "a\n"})
+    assert kinds[2:4] == [
+        ("file_changed", {"event": "modify", "path": "/w/a.txt"}),
+        ("file_changed", {"event": "create", "path": "/w/b.txt"}),
+    ]
+    assert kinds[4][1]["tool"] == "harness:search"
+    finished = observe(contract(), TurnRequest("x"), stdout, process=proc())[0][-1]
+    assert finished["payload"]["turn"] == {
+        "execution": "shell",
+        "shell_commands": 1,
+        "filesystem_commands": 1,
+        "mcp_calls": 1,
+        "model_calls": 0,
+        "wall_time_ms": 1234,
+    }
+
+
+def test_tool_names_with_whitespace_and_missing_ids():
+    stdout = jsonl(
+        {"type": "tool_call", "toolName": "run my tool", "rawInput": {"a": 1}, "sessionId": "s"}
+    )
+    obs, _ = observe(contract(), TurnRequest("x"), stdout, dialect="grok")
+    tool = [o["payload"] for o in valid(obs) if o["type"] == "observation.tool_use"]
+    assert tool == [
+        {
+            "tool_use_id": "checkfu:0:0",
+            "tool": "harness:run_my_tool",
+            "args": {"a": 1},
+            "provider_tool_name": "run my tool",
+        }
+    ]
+
+
+CORPUS_FILES = sorted(p for d in CORPUS_DIALECTS for p in (CORPUS / d).glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_observations_are_valid_and_identical_across_paths(path):
+    data = path.read_bytes()
+    native = run(data, "native")
+    reference = run(data, "reference")
+    assert native == reference
+    obs = native[0]
+    assert obs[0]["type"] == "observation.ready"
+    endings = {"observation.finished", "observation.failed", "observation.retryable_failure"}
+    assert obs[-1]["type"] in endings and not any(o["type"] in endings for o in obs[:-1])
