@@ -1,0 +1,98 @@
+"""A misbehaving harness for tests/test_executor.py: ``harness.py MODE [ARG...]``.
+
+Run as ``sys.executable harness.py MODE``; every mode is one failure mode of the reliability
+notes (section 3.2). Pids of spawned descendants are written to the file ``$PIDFILE``.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def note_pid(pid: int) -> None:
+    with open(os.environ["PIDFILE"], "a") as f:
+        f.write(f"{pid}\n")
+
+
+def main() -> None:
+    mode, args = sys.argv[1], sys.argv[2:]
+    out = sys.stdout.buffer
+    if mode == "argv":  # S13: print the argv exactly as received
+        out.write(json.dumps(args).encode() + b"\n")
+    elif mode == "descendants":  # S1: a grandchild in our group keeps the pipes open
+        child = subprocess.Popen(["sleep", "1000"])
+        note_pid(child.pid)
+        out.write(b"started\n")
+        out.flush()
+        time.sleep(1000)
+    elif mode == "stubborn":  # S1: ignores SIGINT and SIGTERM
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        out.write(b"ignoring\n")
+        out.flush()
+        while True:
+            time.sleep(0.05)
+    elif mode == "escape":  # S2: a double-forked, setsid'd grandchild holds stdout open
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                note_pid(os.getpid())
+                time.sleep(30)
+                os._exit(0)
+            os._exit(0)
+        out.write(b"escaped\n")
+    elif mode == "flood":  # S3: endless output, with or without newlines
+        chunk = b"y\n" * 32768 if args[:1] != ["binary"] else bytes(range(256)) * 256
+        chunk = chunk.replace(b"\n", b"") if args[:1] == ["binary"] else chunk
+        while True:
+            out.write(chunk)
+    elif mode == "stderr-flood":  # S4: 50 MiB on stderr, then a normal answer
+        err = sys.stderr.buffer
+        for _ in range(800):
+            err.write(b"e" * 65535 + b"\n")
+        err.write(b"last stderr line\n")
+        err.flush()
+        out.write(b"done\n")
+    elif mode == "write-first":  # S5: writes 1 MiB before reading stdin
+        out.write(b"x" * (1 << 20) + b"\n")
+        out.flush()
+        data = sys.stdin.buffer.read()
+        out.write(f"{len(data)}\n".encode())
+    elif mode == "close-stdin":  # S6: closes stdin unread and exits
+        os.close(0)
+        out.write(b"bye\n")
+    elif mode == "never-read":  # S7: never reads stdin, never exits
+        while True:
+            time.sleep(0.05)
+    elif mode == "exit":  # S8
+        out.write(b"exiting\n")
+        out.flush()
+        sys.exit(int(args[0]))
+    elif mode == "self-signal":  # S8
+        out.flush()
+        os.kill(os.getpid(), int(args[0]))
+        time.sleep(5)
+    elif mode == "ticker":  # S11: writes a line every 50 ms until its stdout breaks
+        note_pid(os.getpid())
+        while True:
+            out.write(b"tick\n")
+            out.flush()
+            time.sleep(0.05)
+    elif mode == "raw":  # S16/S17: write the bytes of a file exactly, then stderr
+        with open(args[0], "rb") as f:
+            out.write(f.read())
+        sys.stderr.write("on stderr\n")
+    elif mode == "cat-staged":  # S14: print the staged file the argv names
+        with open(args[0], "rb") as f:
+            out.write(f.read())
+        st = os.stat(args[0])
+        out.write(f"\nmode={oct(st.st_mode & 0o777)}\n".encode())
+    else:
+        sys.exit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+"""The local executor against misbehaving harnesses: failure modes S1-S17 of the reliability
+notes (section 3.2), one or more tests each. Bounds on time are generous (no speed claims)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from checkfu_fast.oneshot.executor import (
+    StagedFile,
+    StagingError,
+    minimal_environment,
+    private_staging_dir,
+    run_process,
+)
+
+STUB = str(Path(__file__).with_name("stubs") / "harness.py")
+FAST = {"sigint_grace_s": 0.2, "sigterm_grace_s": 0.2, "drain_s": 0.3}
+
+
+@pytest.fixture
+def staging():
+    with private_staging_dir() as d:
+        yield d
+
+
+@pytest.fixture
+def pidfile(tmp_path):
+    path = tmp_path / "pids"
+    yield path
+    for pid in pids(path):  # never leave a stray process behind, whatever the test did
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def pids(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def stub(mode, *args, staging, stdin=None, env=None, pidfile=None, **kw):
+    env = dict(env if env is not None else minimal_environment())
+    if pidfile is not None:
+        env["PIDFILE"] = str(pidfile)
+    return run_process(
+        sys.executable, [STUB, mode, *args], stdin=stdin, staging_dir=staging, env=env, **kw
+    )
+
+
+def test_s1_deadline_kills_the_whole_group(staging, pidfile):
+    t = time.monotonic()
+    r = stub("descendants", staging=staging, pidfile=pidfile, deadline_s=0.5, **FAST)
+    assert time.monotonic() - t < 0.5 + 0.4 + 0.6 + 3
+    assert r.timed_out and r.killed_by_us and r.exit_code is None
+    assert r.signal == signal.SIGINT  # python dies of the first rung of the ladder
+    assert r.stdout == b"started\n"
+    (grandchild,) = pids(pidfile)
+    deadline = time.monotonic() + 2
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(grandchild)
+
+
+def test_s1_ladder_reaches_sigkill(staging):
+    t = time.monotonic()
+    r = stub("stubborn", staging=staging, deadline_s=0.3, **FAST)
+    assert r.signal == signal.SIGKILL and r.timed_out
+    assert 0.3 + 0.4 <= time.monotonic() - t < 4
+
+
+def test_s2_escaped_descendant_does_not_hold_us(staging, pidfile):
+    t = time.monotonic()
+    r = stub("escape", staging=staging, pidfile=pidfile, **FAST)
+    assert time.monotonic() - t < 3  # the escapee sleeps 30 s with our stdout open
+    assert r.exit_code == 0 and r.stdout == b"escaped\n"
+    assert r.escaped_descendants
+    (escapee,) = pids(pidfile)
+    assert alive(escapee)  # documented limit: outside our group, not ours to kill
+
+
+@pytest.mark.parametrize("kind", ["lines", "binary"])
+def test_s3_output_cap(staging, kind):
+    r = stub("flood", kind, staging=staging, output_cap=1 << 20, **FAST)
+    assert r.output_truncated and r.killed_by_us and not r.timed_out
+    assert len(r.stdout) == 1 << 20
+    assert r.exit_code is None and r.signal is not None
+
+
+def test_s4_stderr_flood_is_drained_into_a_tail(staging):
+    r = stub("stderr-flood", staging=staging, stderr_tail_bytes=4096, deadline_s=30)
+    assert r.exit_code == 0 and r.stdout == b"done\n" and not r.timed_out
+    assert len(r.stderr_tail) == 4096 and r.stderr_tail.endswith(b"last stderr line\n")
+
+
+def test_s5_large_prompt_while_the_child_writes_first(staging):
+    prompt = b"p" * (8 << 20)
+    r = stub("write-first", staging=staging, stdin=prompt, deadline_s=30)
+    assert r.exit_code == 0 and not r.timed_out and not r.stdin_broken
+    assert r.stdout.endswith(b"\n8388608\n") and len(r.stdout) == (1 << 20) + 1 + 8
+
+
+def test_s6_child_closes_stdin_unread(staging):
+    r = stub("close-stdin", staging=staging, stdin=b"x" * (8 << 20), deadline_s=30)
+    assert r.stdin_broken and r.exit_code == 0 and r.stdout == b"bye\n"
+
+
+def test_s7_stdin_write_is_under_the_deadline(staging):
+    t = time.monotonic()
+    r = stub("never-read", staging=staging, stdin=b"x" * (8 << 20), deadline_s=0.5, **FAST)
+    assert r.timed_out and time.monotonic() - t < 4
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "sig"),
+    [(("exit", "0"), 0, None), (("exit", "3"), 3, None), (("self-signal", "15"), None, 15)],
+)
+def test_s8_exit_code_and_signal_apart(staging, args, exit_code, sig):
+    r = stub(*args, staging=staging)
+    assert (r.exit_code, r.signal, r.killed_by_us, r.timed_out) == (exit_code, sig, False, False)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def zombies_of_ours() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if fields[0] == "Z" and int(fields[1]) == me:
+                found.append(int(entry))
+    return found
+
+
+def many_runs(staging, n):
+    before = open_fds()
+    for i in range(n):
+        r = run_process(
+            "/bin/sh",
+            ["-c", "echo out; echo err >&2; exit $0", str(i % 3)],
+            stdin=b"x" if i % 2 else None,
+            staging_dir=staging,
+            staged_files=[StagedFile("prompt.txt", b"p")] if i % 5 == 0 else (),
+        )
+        assert r.exit_code == i % 3
+    assert zombies_of_ours() == []
+    assert open_fds() == before
+    assert os.listdir(staging) == []
+
+
+def test_s9_no_zombies_or_fd_leaks(staging):
+    many_runs(staging, 200)
+
+
+@pytest.mark.slow
+def test_s9_no_zombies_or_fd_leaks_1000(staging):
+    many_runs(staging, 1000)
+
+
+def test_s10_keyboard_interrupt_kills_the_group_and_propagates(tmp_path):
+    pidfile = tmp_path / "pids"
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys, threading
+        from checkfu_fast.oneshot.executor import (
+            minimal_environment, private_staging_dir, run_process)
+        threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        env = minimal_environment({{"PIDFILE": {str(pidfile)!r}}})
+        with private_staging_dir() as d:
+            try:
+                run_process(
+                    sys.executable, [{STUB!r}, "descendants"], stdin=None, staging_dir=d, env=env
+                )
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                raise
+        """
+    )
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
+    assert time.monotonic() - t < 5
+    assert proc.stdout == b"interrupted\n"
+    assert b"KeyboardInterrupt" in proc.stderr
+    (grandchild,) = pids(pidfile)
+    deadline = time.monotonic() + 2
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(grandchild)
+
+
+def test_s11_parent_death_breaks_the_childs_pipes(tmp_path):
+    """Documented limit: no PDEATHSIG. What holds: a harness that writes stdout dies of the
+    broken pipe soon after its runner is SIGKILLed."""
+    pidfile = tmp_path / "pids"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from checkfu_fast.oneshot.executor import (
+            minimal_environment, private_staging_dir, run_process)
+        env = minimal_environment({{"PIDFILE": {str(pidfile)!r}}})
+        with private_staging_dir() as d:
+            run_process(
+                sys.executable, [{STUB!r}, "ticker"], stdin=None, staging_dir=d, env=env
+            )
+        """
+    )
+    runner = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 10
+        while not pids(pidfile) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (child,) = pids(pidfile)
+        assert alive(child)
+    finally:
+        runner.kill()
+        runner.wait()
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(child)
+
+
+def env_of_child(staging, env):
+    r = run_process("/usr/bin/env", [], stdin=None, staging_dir=staging, env=env)
+    return dict(line.split("=", 1) for line in r.stdout.decode().splitlines())
+
+
+def test_s12_environment_is_exactly_the_allowlist(staging, monkeypatch):
+    monkeypatch.setenv("CHECKFU_TEST_SECRET", "hunter2")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-host")
+    assert env_of_child(staging, None) == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": staging,
+        "LANG": "C.UTF-8",
+    }
+    assert env_of_child(staging, {"ONLY": "this"}) == {"ONLY": "this"}
+    got = env_of_child(staging, minimal_environment({"ANTHROPIC_API_KEY": "sk-agent"}))
+    assert got["ANTHROPIC_API_KEY"] == "sk-agent" and "CHECKFU_TEST_SECRET" not in got
+
+
+def test_s13_arguments_are_whole_literal_elements(staging):
+    hostile = [
+        "--dangerously-skip-permissions",
+        "$(rm -rf /)",
+        "-c key=val",
+        "a b\tc",
+        "'quoted' \"double\"",
+        "; echo pwned",
+        "",
+        "é ✓",
+    ]
+    r = stub("argv", *hostile, staging=staging)
+    assert json.loads(r.stdout) == hostile
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "x" * (128 * 1024)])
+def test_s13_nul_and_oversized_arguments_rejected_before_spawn(staging, bad):
+    with pytest.raises(ValueError, match=r"stdin|NUL"):
+        run_process("/bin/echo", [bad], stdin=None, staging_dir=staging)
+
+
+def test_s14_staged_files_are_private_and_removed(staging):
+    path = os.path.join(staging, "prompt.txt")
+    r = stub(
+        "cat-staged",
+        path,
+        staging=staging,
+        staged_files=[StagedFile("prompt.txt", "héllo {prompt_path}".encode())],
+    )
+    assert r.stdout == "héllo {prompt_path}\nmode=0o600\n".encode()
+    assert os.listdir(staging) == []
+
+
+@pytest.mark.parametrize(
+    "name", ["", ".", "..", "../x", "a/b", "/etc/passwd", "a\\b", "a\x00b", "x" * 256]
+)
+def test_s14_unsafe_names_rejected(staging, name):
+    with pytest.raises(StagingError):
+        run_process(
+            "/bin/true", [], stdin=None, staging_dir=staging, staged_files=[StagedFile(name, b"")]
+        )
+
+
+def test_s14_planted_symlink_is_not_followed(staging, tmp_path):
+    target = tmp_path / "precious"
+    target.write_bytes(b"keep me")
+    os.symlink(target, os.path.join(staging, "prompt.txt"))
+    with pytest.raises(StagingError, match="already exists"):
+        run_process(
+            "/bin/true",
+            [],
+            stdin=None,
+            staging_dir=staging,
+            staged_files=[StagedFile("prompt.txt", b"overwrite")],
+        )
+    assert target.read_bytes() == b"keep me"
+
+
+def test_s14_private_staging_dir():
+    with private_staging_dir() as d:
+        assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+        Path(d, "left-behind").write_text("x")
+    assert not os.path.exists(d)
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "kind"),
+    [("sh", "not_found"), ("/no/such/harness", "not_found"), ("/tmp", "not_executable")],
+)
+def test_s15_entrypoint_checked_up_front(staging, entrypoint, kind):
+    r = run_process(entrypoint, [], stdin=None, staging_dir=staging)
+    assert (r.spawn_error, r.exit_code, r.stdout) == (kind, None, b"")
+    assert r.spawn_error_message
+
+
+def test_s15_non_executable_file(staging, tmp_path):
+    f = tmp_path / "harness"
+    f.write_text("#!/bin/sh\necho hi\n")
+    assert run_process(str(f), [], stdin=None, staging_dir=staging).spawn_error == "not_executable"
+
+
+def test_s16_non_jsonl_stdout_is_returned_byte_for_byte(staging, tmp_path):
+    junk = b'Traceback (most recent call last):\n<html>502</html>\n\xff\xfe\x00{"type":"resu'
+    f = tmp_path / "junk"
+    f.write_bytes(junk)
+    assert stub("raw", str(f), staging=staging).stdout == junk
+
+
+def test_s17_pipes_not_a_pty(staging, tmp_path):
+    data = b"crlf line\r\n" + b"z" * (100 * 1024) + b"\n"
+    f = tmp_path / "data"
+    f.write_bytes(data)
+    r = stub("raw", str(f), staging=staging)
+    assert r.stdout == data  # no CRLF translation, no 4 KiB line limit
+    assert r.stderr_tail == b"on stderr\n"  # not merged into stdout
