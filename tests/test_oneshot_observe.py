@@ -505,6 +505,7 @@ def proc(**over):
             "runtime.harness_failed",
         ),
         (proc(exit_code=None, signal=9), "failed", "runtime.harness_failed"),
+        (proc(exit_code=None, signal=None), "failed", "runtime.harness_failed"),  # status lost
     ],
 )
 def test_live_endings(process, kind, error_type):

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """A misbehaving harness for tests/test_executor.py: ``harness.py MODE [ARG...]``.
 
 Run as ``sys.executable harness.py MODE``; every mode is one failure mode of the reliability
@@ -28,6 +29,17 @@ def main() -> None:
         out.write(b"started\n")
         out.flush()
         time.sleep(1000)
+    elif mode == "leave-member":  # S1: exits at once, a group member keeps the pipes open
+        note_pid(subprocess.Popen(["sleep", "1000"]).pid)
+        out.write(b"leaving\n")
+    elif mode == "leave-daemon":  # S1: exits at once, a group member without our pipes lives on
+        devnull = subprocess.DEVNULL
+        child = subprocess.Popen(["sleep", "1000"], stdout=devnull, stderr=devnull)
+        note_pid(child.pid)
+        out.write(b"leaving\n")
+    elif mode == "silent":  # S11: never writes, never reads, never exits
+        note_pid(os.getpid())
+        time.sleep(1000)
     elif mode == "stubborn":  # S1: ignores SIGINT and SIGTERM
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -44,6 +56,9 @@ def main() -> None:
                 os._exit(0)
             os._exit(0)
         out.write(b"escaped\n")
+        if args[:1] == ["hang"]:  # S2 under the deadline: the leader never exits either
+            out.flush()
+            time.sleep(1000)
     elif mode == "flood":  # S3: endless output, with or without newlines
         chunk = b"y\n" * 32768 if args[:1] != ["binary"] else bytes(range(256)) * 256
         chunk = chunk.replace(b"\n", b"") if args[:1] == ["binary"] else chunk

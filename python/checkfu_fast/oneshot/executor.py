@@ -1,44 +1,59 @@
-"""oneshot-v1 section 3: run a harness process safely (Linux/POSIX, stdlib only).
+"""oneshot-v1 section 3: run a harness process safely (Linux, stdlib only, Python 3.10+).
 
-What it guarantees (each is a test in tests/test_executor.py, ids from the reliability notes):
+What it guarantees (each is a test in tests/test_executor.py, ids from the reliability notes
+section 3.2):
 
-- S13 no shell, argv passed as whole elements; NUL or > 128 KiB arguments rejected before spawn.
-- S15 the entrypoint is an absolute path checked up front (``spawn_error`` ``not_found`` /
-  ``not_executable``); ``PATH`` is never searched.
+- S13 no shell, argv passed as whole elements, never re-split (a value starting with ``-`` is
+  passed verbatim: the contract template decides where it goes). NUL or more than 131,071
+  bytes in one argument (Linux ``MAX_ARG_STRLEN`` counts the terminating NUL) raise
+  ``ValueError`` before anything runs, as does a command line over ``ARG_MAX`` (``E2BIG``).
+- S15 the entrypoint must be an absolute path and is checked up front (``spawn_error``
+  ``not_found`` / ``not_executable``); ``PATH`` is never searched.
 - S14 staged files: one safe name component each, created ``O_CREAT|O_EXCL|O_NOFOLLOW`` 0600
-  relative to the staging directory (a planted symlink is an error, its target untouched),
-  removed after the run; ``private_staging_dir`` makes a 0700 ``mkdtemp`` and removes it.
-- S12 the child environment is exactly ``env`` (``minimal_environment()`` when None): nothing is
-  inherited from the host.
-- S5/S6/S7 one ``selectors`` loop writes stdin and reads stdout and stderr together (no
-  deadlock on large prompts); EPIPE means the child stopped reading (``stdin_broken``); the
+  relative to the staging directory (``dir_fd``); anything already there (a planted symlink)
+  is a ``StagingError`` and its target is untouched. Files are removed after the run;
+  ``private_staging_dir`` makes a 0700 ``mkdtemp`` and removes it with its content.
+- S12 the child environment is exactly ``env`` (``minimal_environment(home=staging_dir)`` when
+  None): nothing is inherited from the host environment.
+- S5/S6/S7 one ``selectors`` loop over the raw pipe fds writes stdin and reads stdout and
+  stderr together (no deadlock on large prompts); EPIPE, or the leader exiting with prompt
+  bytes unwritten, means the child stopped reading (``stdin_broken``), not an error; the
   write is under the deadline.
-- S1 the child runs in a new session (its own process group); on deadline, output cap or
-  cancellation the group gets SIGINT, SIGTERM after ``sigint_grace_s``, SIGKILL after
-  ``sigterm_grace_s``; then a bounded drain (``drain_s``) and our pipe ends are closed
-  regardless of EOF. When the leader exits by itself but its pipes stay open, the rest of the
-  group is killed after ``drain_s``.
-- S2 a descendant that left the group (``setsid``, double fork) cannot be signalled through the
-  group; the bounded drain still returns on time and ``escaped_descendants`` says a pipe was
-  still held open. Containing such processes needs a cgroup or a PID namespace (a container
-  executor), which this local executor does not have.
+- S1 the child runs in a new session (``start_new_session``, so its own process group; no
+  ``preexec_fn``). On deadline or output cap the group gets SIGINT, SIGTERM after
+  ``sigint_grace_s``, SIGKILL after ``sigterm_grace_s``; then a bounded drain (``drain_s``)
+  and our pipe ends are closed regardless of EOF. When the leader exits by itself but members
+  of its group still hold the pipes after ``drain_s``, the group is SIGKILLed
+  (``killed_by_us``). Group members that let go of the pipes are SIGKILLed too once the
+  leader has exited: a one-shot turn leaves nothing running in its group.
+  The leader is reaped only after the last signal (``waitid(WNOWAIT)`` peeks at its exit), so
+  the pgid cannot have been reused; signals are never sent to pgid 0, 1 or our own group.
+  A pidfd (Linux 5.3+) wakes the loop when the leader exits.
+- S2 limit: a descendant that left the group (``setsid``, double fork) cannot be signalled
+  through the group and is not killed. The bounded drain still returns on time and
+  ``escaped_descendants`` says a pipe was still held open after the group was killed (an
+  escapee holding no pipe goes unnoticed). Containing such processes needs a cgroup or a
+  PID namespace (a container executor), which this local executor does not have.
 - S3 stdout beyond ``output_cap`` is not stored: the group is killed, ``output_truncated``.
-- S4 stderr is drained into a ring buffer of the last ``stderr_tail_bytes`` bytes.
-- S8 ``exit_code`` and ``signal`` are reported apart; a kill is never mapped to success.
+- S4 stderr is drained concurrently into a ring buffer of the last ``stderr_tail_bytes``.
+- S8 ``exit_code`` and ``signal`` are reported apart; a death by signal is never mapped to an
+  exit status (no shell in between), and an unknown status is ``None``, never 0.
 - S9 every child is reaped and every fd closed, also on errors.
-- S10 any exception while waiting (``KeyboardInterrupt`` included) kills and reaps the group
-  before it propagates; the loop wakes at least every 50 ms.
-- S11 limit: if *this* process is SIGKILLed, the child is not killed (``PR_SET_PDEATHSIG``
-  would need ``preexec_fn``, unsafe with threads); its stdin and stdout pipes break, which
-  harnesses reading stdin or writing stdout notice. Run under a supervisor that owns a cgroup
-  when that matters.
-- S16/S17 stdout is returned byte for byte through pipes (never a pty): CRLF, binary junk and a
-  half-written last line are preserved for the normalizer.
+- S10 any exception while waiting (``KeyboardInterrupt`` included) SIGKILLs the group and
+  reaps the leader before it propagates; the loop wakes at least every 50 ms.
+- S11 limit: if *this* process is SIGKILLed, the child is not killed: ``PR_SET_PDEATHSIG``
+  would need ``preexec_fn`` (unsafe with threads) and would not reach grandchildren anyway.
+  What does happen is that our pipe ends close, so a harness that writes stdout/stderr dies
+  of SIGPIPE/EPIPE on its next write and one reading stdin sees EOF; a silent, idle child
+  lives on. Run under a supervisor that owns a cgroup when that matters.
+- S16/S17 stdout is returned byte for byte through pipes (never a pty): CRLF, binary junk and
+  a half-written last line are preserved for the normalizer; stderr is kept apart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
 import shutil
@@ -56,6 +71,7 @@ MAX_ARG_BYTES = 131_072 - 1  # Linux MAX_ARG_STRLEN includes the terminating NUL
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_CHUNK = 1 << 16
 TICK_S = 0.05
+_WAIT_PEEK = os.WEXITED | os.WNOHANG | os.WNOWAIT
 
 
 @dataclass(frozen=True)
@@ -66,18 +82,18 @@ class StagedFile:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    stdout: bytes
-    stderr_tail: bytes
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    killed_by_us: bool
-    output_truncated: bool
-    wall_time_ms: int
-    spawn_error: str | None
-    spawn_error_message: str | None
-    escaped_descendants: bool
-    stdin_broken: bool
+    stdout: bytes  # at most output_cap bytes, exactly as written
+    stderr_tail: bytes  # the last stderr_tail_bytes bytes of stderr (ring buffer)
+    exit_code: int | None  # None when killed by a signal, never started, or status unknown
+    signal: int | None  # the signal number when the leader died by a signal
+    timed_out: bool  # the deadline was reached (we killed the group)
+    killed_by_us: bool  # we signalled the group (deadline, cap, pipes held after exit)
+    output_truncated: bool  # stdout went past output_cap (stderr is a bounded ring anyway)
+    wall_time_ms: int  # measured, spawn to reap
+    spawn_error: str | None  # None, "not_found" or "not_executable" (then nothing ran)
+    spawn_error_message: str | None  # e.g. "entrypoint /x/y not found"
+    escaped_descendants: bool  # a process outside our group held a pipe past the drain
+    stdin_broken: bool  # the child stopped reading stdin (EPIPE), not an error
 
 
 class StagingError(CheckfuError, ValueError):
@@ -191,10 +207,16 @@ def _not_run(kind: str, message: str) -> ProcessResult:
 
 
 class _Group:
-    """Signals to the child's process group, guarded against pgid 0, 1 and our own group."""
+    """Signals to the child's process group. Guarded: the group must be the child's own
+    (pgid == pid, made by ``start_new_session``), never 0, 1 or our own group, and no signal
+    is sent once the leader has been reaped (its pid, hence the pgid, could be reused)."""
 
     def __init__(self, pid: int) -> None:
-        self.pgid = pid if pid > 1 and pid != os.getpgrp() else None
+        try:
+            pgid = os.getpgid(pid)
+        except OSError:
+            pgid = -1
+        self.pgid: int | None = pid if pgid == pid > 1 and pgid != os.getpgrp() else None
 
     def send(self, sig: int) -> None:
         if self.pgid is None:
@@ -219,22 +241,30 @@ def run_process(
     sigterm_grace_s: float = 2.0,
     drain_s: float = 2.0,
 ) -> ProcessResult:
-    """Run ``entrypoint argv...`` once and return what happened (see the module docstring)."""
+    """Run ``entrypoint argv...`` once and return what happened (see the module docstring).
+
+    Raises ``ValueError`` for an argument that cannot be passed (NUL, over 128 KiB, or the whole
+    command line over ``ARG_MAX``) and ``StagingError`` for an unsafe staged file; in both
+    cases nothing ran. A missing or non-executable entrypoint is a result (``spawn_error``).
+    """
     args = _check_argv(argv)
+    for f in staged_files:
+        check_staged_name(f.name)
     problem = _spawn_check(entrypoint)
     if problem is not None:
         return _not_run(*problem)
     child_env = dict(env) if env is not None else minimal_environment(home=staging_dir)
     staged = _stage(staging_dir, staged_files)
     try:
-        return _run(
+        return _Run(
             [entrypoint, *args],
             stdin,
+            output_cap=output_cap,
+            tail_bytes=stderr_tail_bytes,
+        ).run(
             cwd or staging_dir,
             child_env,
             deadline_s,
-            output_cap,
-            stderr_tail_bytes,
             (sigint_grace_s, sigterm_grace_s, drain_s),
         )
     finally:
@@ -243,176 +273,309 @@ def run_process(
         os.close(dfd)
 
 
-def _run(
-    cmd: list[str],
-    stdin: bytes | None,
-    cwd: str,
-    env: dict[str, str],
-    deadline_s: float,
-    output_cap: int,
-    tail_bytes: int,
-    graces: tuple[float, float, float],
-) -> ProcessResult:
-    sigint_grace, sigterm_grace, drain = graces
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:  # e.g. a missing cwd or script interpreter
-        return _not_run("not_found", f"cannot start {cmd[0]}: {exc.strerror}: {exc.filename}")
-    except OSError as exc:  # ENOEXEC, EACCES, E2BIG
-        return _not_run("not_executable", f"cannot start {cmd[0]}: {exc.strerror}")
-    started = time.monotonic()
-    group = _Group(proc.pid)
-    sel = selectors.DefaultSelector()
-    stdout = bytearray()
-    tail = bytearray()
-    pending = memoryview(stdin) if stdin else memoryview(b"")
-    state = {"stdin_broken": False, "truncated": False}
-    open_fds: dict[int, str] = {}
+class _Run:
+    """One child: a selectors loop over raw pipe fds, the kill ladder, reaping."""
 
-    def close(fd: int) -> None:
-        with contextlib.suppress(KeyError, ValueError):
-            sel.unregister(fd)
-        open_fds.pop(fd, None)
+    def __init__(
+        self, cmd: list[str], stdin: bytes | None, *, output_cap: int, tail_bytes: int
+    ) -> None:
+        self.cmd = cmd
+        self.stdin = stdin
+        self.output_cap = max(output_cap, 0)
+        self.tail_bytes = max(tail_bytes, 0)
+        self.stdout = bytearray()
+        self.tail = bytearray()
+        self.pending = memoryview(b"")
+        self.fds: dict[int, str] = {}  # fd -> "stdin" | "stdout" | "stderr"
+        self.sel: selectors.BaseSelector | None = None
+        self.truncated = False
+        self.stdin_broken = False
+        self.stopped_at_cap = False
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.group: _Group | None = None
+        self.status_known = True
+        self.pidfd: int | None = None
+
+    # -- spawning -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        cwd: str,
+        env: dict[str, str],
+        deadline_s: float,
+        graces: tuple[float, float, float],
+    ) -> ProcessResult:
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                self.cmd,
+                stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:  # e.g. a missing cwd or script interpreter
+            where = f": {exc.filename}" if exc.filename else ""
+            return _not_run("not_found", f"cannot start {self.cmd[0]}: {exc.strerror}{where}")
+        except OSError as exc:
+            if exc.errno == errno.E2BIG:
+                raise ValueError(
+                    "the arguments and environment together exceed the system limit (ARG_MAX); "
+                    "pass long text via stdin or a staged file"
+                ) from None
+            return _not_run("not_executable", f"cannot start {self.cmd[0]}: {exc.strerror}")
+        try:
+            self.proc = proc
+            self.group = _Group(proc.pid)
+            return self._supervise(started, started + deadline_s, graces)
+        except BaseException:
+            # KeyboardInterrupt, a cancelled caller, a bug: never leave the group running
+            if self.group is not None and self.group.pgid is not None:
+                self.group.send(signal.SIGKILL)
+            elif proc.returncode is None:
+                proc.kill()
+            self._reap(timeout=2.0)
+            raise
+        finally:
+            for fd in list(self.fds):
+                self._close(fd)
+            self._close_pidfd()
+            if self.sel is not None:
+                self.sel.close()
+            for fobj in (proc.stdin, proc.stdout, proc.stderr):
+                if fobj is not None:
+                    with contextlib.suppress(OSError):
+                        fobj.close()
+
+    def _take_pipes(self) -> None:
+        """Own the raw fds (the Popen file objects are closed) and register them."""
+        proc = self.proc
+        assert proc is not None
+        self.sel = selectors.DefaultSelector()
+        self._open_pidfd()
+        for name in ("stdout", "stderr", "stdin"):
+            fobj = getattr(proc, name)
+            if fobj is None:
+                continue
+            fd = os.dup(fobj.fileno())
+            setattr(proc, name, None)
+            fobj.close()
+            self.fds[fd] = name
+            os.set_blocking(fd, False)
+            self.sel.register(
+                fd, selectors.EVENT_WRITE if name == "stdin" else selectors.EVENT_READ
+            )
+        if self.stdin is not None:
+            self.pending = memoryview(self.stdin).cast("B")
+            if not self.pending:
+                self._close_stdin()
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _close(self, fd: int) -> None:
+        if self.sel is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(fd)
+        self.fds.pop(fd, None)
         with contextlib.suppress(OSError):
             os.close(fd)
 
-    # take the raw fds from the Popen file objects so that only we close them
-    for name, fobj in (("stdout", proc.stdout), ("stderr", proc.stderr), ("stdin", proc.stdin)):
-        if fobj is None:
-            continue
-        fd = os.dup(fobj.fileno())
-        fobj.close()
-        os.set_blocking(fd, False)
-        open_fds[fd] = name
-        sel.register(fd, selectors.EVENT_WRITE if name == "stdin" else selectors.EVENT_READ, name)
-    proc.stdin = proc.stdout = proc.stderr = None
-    if stdin is not None and not pending:
-        for fd, name in list(open_fds.items()):
+    def _close_stdin(self) -> None:
+        for fd, name in list(self.fds.items()):
             if name == "stdin":
-                close(fd)
+                self._close(fd)
 
-    def pump(until: float, stop_on_exit: bool = False) -> None:
-        """Move bytes until ``until``, every pipe is closed, the output cap is reached, or (with
-        ``stop_on_exit``) the leader has exited."""
-        nonlocal pending
-        while open_fds:
-            left = until - time.monotonic()
-            if left <= 0:
-                return
-            for key, _ in sel.select(min(left, TICK_S)):
-                fd, name = key.fd, key.data
-                if name == "stdin":
-                    try:
-                        n = os.write(fd, pending[:READ_CHUNK])
-                    except BlockingIOError:
-                        continue
-                    except (BrokenPipeError, ConnectionResetError):
-                        state["stdin_broken"] = True
-                        close(fd)
-                        continue
-                    pending = pending[n:]
-                    if not pending:
-                        close(fd)
-                    continue
-                try:
-                    data = os.read(fd, READ_CHUNK)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    data = b""
-                if not data:
-                    close(fd)
-                elif name == "stdout":
-                    room = output_cap - len(stdout)
-                    if room > 0:
-                        stdout.extend(data[:room])
-                    if len(data) > room:
-                        state["truncated"] = True
-                else:
-                    tail.extend(data)
-                    if len(tail) > tail_bytes:
-                        del tail[: len(tail) - tail_bytes]
-            if state["truncated"] and not killed:
-                return
-            if stop_on_exit and proc.poll() is not None:
-                return
+    def _reading(self) -> bool:
+        return any(name != "stdin" for name in self.fds.values())
 
-    def reading_open() -> bool:
-        return any(n != "stdin" for n in open_fds.values())
+    def _exited(self) -> bool:
+        """Has the leader exited? Does not reap it: a zombie leader keeps the pgid ours."""
+        assert self.proc is not None
+        if self.proc.returncode is not None:
+            return True
+        try:
+            gone = os.waitid(os.P_PID, self.proc.pid, _WAIT_PEEK) is not None
+        except ChildProcessError:  # reaped behind our back (SIGCHLD ignored by the host)
+            self.status_known = False
+            gone = True
+        if gone:
+            self._close_pidfd()  # readable from now on: it would spin the selector
+        return gone
 
-    deadline = started + deadline_s
-    timed_out = killed = False
-    escaped = False
-    try:
+    def _open_pidfd(self) -> None:
+        """A pidfd (Linux 5.3+) in the selector wakes the loop the moment the leader exits;
+        without one the loop notices within ``TICK_S``."""
+        assert self.proc is not None and self.sel is not None
+        pidfd_open = getattr(os, "pidfd_open", None)
+        if pidfd_open is None:
+            return
+        try:
+            self.pidfd = pidfd_open(self.proc.pid)
+        except OSError:
+            return
+        self.sel.register(self.pidfd, selectors.EVENT_READ)
+
+    def _close_pidfd(self) -> None:
+        if self.pidfd is None:
+            return
+        if self.sel is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(self.pidfd)
+        with contextlib.suppress(OSError):
+            os.close(self.pidfd)
+        self.pidfd = None
+
+    def _pump(self, until: float, *, stop_on_exit: bool = False) -> None:
+        """Move bytes until ``until``, until no pipe is left (with ``stop_on_exit`` also until
+        the leader exits), or until the output cap is first reached. Sleeps in ticks of at most
+        ``TICK_S`` so that signals (KeyboardInterrupt) are seen promptly."""
+        assert self.sel is not None
         while True:
-            pump(deadline, stop_on_exit=True)
-            if state["truncated"] or time.monotonic() >= deadline:
-                timed_out = not state["truncated"]
+            left = until - time.monotonic()
+            if left <= 0 or (stop_on_exit and self._exited()):
+                return
+            if not self.fds:
+                if not stop_on_exit:
+                    return
+                if self.pidfd is None:
+                    time.sleep(min(left, TICK_S))
+                    continue
+            for key, _ in self.sel.select(min(left, TICK_S)):
+                name = self.fds.get(key.fd)
+                if name == "stdin":
+                    self._write_stdin(key.fd)
+                elif name is not None:
+                    self._read(key.fd, name)
+            if stop_on_exit and self.truncated and not self.stopped_at_cap:
+                self.stopped_at_cap = True  # once: the caller starts the kill ladder
+                return
+
+    def _write_stdin(self, fd: int) -> None:
+        try:
+            n = os.write(fd, self.pending[:READ_CHUNK])
+        except BlockingIOError:
+            return
+        except (BrokenPipeError, ConnectionResetError):
+            self.stdin_broken = True  # the child stopped reading: not an error
+            self._close(fd)
+            return
+        self.pending = self.pending[n:]
+        if not self.pending:
+            self._close(fd)  # EOF for the child
+
+    def _read(self, fd: int, name: str) -> None:
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(fd)
+        elif name == "stdout":
+            room = self.output_cap - len(self.stdout)
+            if room > 0:
+                self.stdout += data[:room]
+            if len(data) > room:
+                self.truncated = True
+        elif self.tail_bytes:
+            self.tail += data
+            if len(self.tail) > self.tail_bytes:
+                del self.tail[: len(self.tail) - self.tail_bytes]
+
+    # -- supervision ----------------------------------------------------------------------------
+
+    def _supervise(
+        self, started: float, deadline: float, graces: tuple[float, float, float]
+    ) -> ProcessResult:
+        sigint_grace, sigterm_grace, drain = graces
+        group = self.group
+        assert group is not None
+        self._take_pipes()
+        timed_out = killed = escaped = False
+        while True:
+            self._pump(deadline, stop_on_exit=True)
+            if self.truncated:
                 break
-            if proc.poll() is not None:
+            if self._exited():
                 break
-            if not reading_open():
-                # pipes closed but the leader lives on: wait for it under the deadline
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=min(TICK_S, max(deadline - time.monotonic(), 0)))
-                if proc.poll() is not None:
-                    break
-        if timed_out or state["truncated"]:
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+        if timed_out or self.truncated:
             killed = True
             for sig, grace in (
                 (signal.SIGINT, sigint_grace),
                 (signal.SIGTERM, sigterm_grace),
-                (signal.SIGKILL, 0.0),
+                (signal.SIGKILL, max(drain, 1.0)),
             ):
                 group.send(sig)
-                end = time.monotonic() + grace
-                while time.monotonic() < end and proc.poll() is None:
-                    pump(min(end, time.monotonic() + TICK_S), stop_on_exit=True)
-                if proc.poll() is not None:
+                self._pump(time.monotonic() + grace, stop_on_exit=True)
+                if self._exited():
                     break
-            proc.wait()
-            group.send(signal.SIGKILL)  # whatever is left of the group
-        # the leader is gone: give the pipes a bounded drain, then clean up the rest of the group
-        pump(time.monotonic() + drain)
-        if reading_open():
-            killed = True
-            group.send(signal.SIGKILL)
-            pump(time.monotonic() + drain)
-            escaped = reading_open()
-        returncode = proc.wait()
-    except BaseException:
-        group.send(signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            proc.wait(timeout=5)
-        raise
-    finally:
-        for fd in list(open_fds):
-            close(fd)
-        sel.close()
-    wall_ms = int((time.monotonic() - started) * 1000)
-    return ProcessResult(
-        stdout=bytes(stdout),
-        stderr_tail=bytes(tail),
-        exit_code=returncode if returncode >= 0 else None,
-        signal=-returncode if returncode < 0 else None,
-        timed_out=timed_out,
-        killed_by_us=killed,
-        output_truncated=state["truncated"],
-        wall_time_ms=wall_ms,
-        spawn_error=None,
-        spawn_error_message=None,
-        escaped_descendants=escaped,
-        stdin_broken=state["stdin_broken"],
-    )
+        if self._exited():
+            # the leader is gone (a zombie: its pgid is still ours). Whatever is left on stdin
+            # was not read; then a bounded drain of what the group still writes
+            if self.pending:
+                self.stdin_broken = True
+            self._close_stdin()
+            self._pump(time.monotonic() + drain)
+            if self._reading():
+                killed = True  # group members hold our pipes: end them
+                group.send(signal.SIGKILL)
+                self._pump(time.monotonic() + drain)
+                escaped = self._reading()  # still open: held from outside the group
+            else:
+                group.send(signal.SIGKILL)  # leftovers of the group that let go of our pipes
+            returncode = self._reap(timeout=None)
+        else:  # not dead a while after SIGKILL (uninterruptible sleep): do not hang on it
+            returncode = None
+        return ProcessResult(
+            stdout=bytes(self.stdout),
+            stderr_tail=bytes(self.tail),
+            exit_code=returncode if returncode is not None and returncode >= 0 else None,
+            signal=-returncode if returncode is not None and returncode < 0 else None,
+            timed_out=timed_out,
+            killed_by_us=killed,
+            output_truncated=self.truncated,
+            wall_time_ms=int((time.monotonic() - started) * 1000),
+            spawn_error=None,
+            spawn_error_message=None,
+            escaped_descendants=escaped,
+            stdin_broken=self.stdin_broken,
+        )
+
+    def _reap(self, timeout: float | None) -> int | None:
+        """Reap the leader; returns ``Popen``-style returncode, None when unknown or (with a
+        timeout) not dead yet. After this no signal goes to the group any more."""
+        proc = self.proc
+        assert proc is not None
+        if proc.returncode is not None:
+            return proc.returncode
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                pid, status = os.waitpid(proc.pid, 0 if end is None else os.WNOHANG)
+            except ChildProcessError:
+                self.status_known = False
+                pid, status = proc.pid, 0
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                continue
+            if pid == proc.pid:
+                break
+            if end is not None and time.monotonic() >= end:
+                return None  # Popen reaps it later (it stays in subprocess._active)
+            time.sleep(0.01)
+        if self.group is not None:
+            self.group.pgid = None
+        if not self.status_known:
+            proc.returncode = 0  # what Popen itself records for ECHILD; we report None
+            return None
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return proc.returncode
 
 
 __all__ = [

@@ -581,7 +581,7 @@ def _ending(stream: _Stream | None, process: Any) -> Observation:
     if ending == "finished" and process is not None:
         if process.signal is not None:
             return failed("runtime.harness_failed", _exit_message(process))
-        if process.exit_code not in (0, None):
+        if process.exit_code != 0:  # None without a signal: the status was lost
             return failed("runtime.harness_failed", _exit_message(process))
     if ending != "finished":
         return {"type": f"observation.{ending}", "payload": payload}
@@ -604,6 +604,8 @@ def _ending(stream: _Stream | None, process: Any) -> Observation:
 def _exit_message(process: Any) -> str:
     if process.signal is not None:
         head = f"harness killed by signal {process.signal}"
+    elif process.exit_code is None:
+        head = "harness exit status unknown (lost)"
     else:
         head = f"harness exited with status {process.exit_code}"
     tail = process.stderr_tail.decode("utf-8", "replace").strip().splitlines()
