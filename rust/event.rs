@@ -115,6 +115,10 @@ pub struct Event<'v> {
     pub delta: bool,
     /// For `line_too_long`: the full length of the line.
     pub line_bytes: Option<u64>,
+    /// For `stream_is_utf16`: the encoding found (`UTF-16LE`, ...).
+    pub encoding: Option<&'static str>,
+    /// For `stream_is_utf16`: the size of the whole stream.
+    pub stream_bytes: Option<u64>,
 }
 
 /// Line-level fields a dialect reads once per line.

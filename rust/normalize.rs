@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use crate::budget::{self, Budget};
 use crate::dialect::AnyDialect;
 use crate::event::{status, Event, LineMeta, Text};
-use crate::framing::{Framer, Span, Src};
+use crate::framing::{Framer, Span, Src, WideStream};
 use crate::parse;
 use crate::sniff::{sniff, AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK};
 use crate::value::Value;
@@ -217,6 +217,32 @@ pub fn fallback_event<'v>(held: usize, dialect: &AnyDialect) -> Event<'v> {
     status("dialect_fallback", Some(text))
 }
 
+/// The one event of a UTF-16/UTF-32 stream (`position` 0, `parsed` null) and its `raw`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamError {
+    pub raw: String,
+    pub event: Event<'static>,
+}
+
+/// The `error/stream_is_utf16` event for a stream the framer found to be UTF-16 or UTF-32.
+pub fn stream_error(w: &WideStream) -> StreamError {
+    let name = w.encoding.name();
+    let (family, order) = name.split_at(name.len().saturating_sub(2));
+    let bom = if w.bom > 0 { "BOM" } else { "no BOM" };
+    let message = format!(
+        "stream is {family} ({order}, {bom}); checkfu reads UTF-8 JSONL: re-encode the input as \
+         UTF-8 ({} bytes skipped)",
+        w.bytes
+    );
+    let mut event = fail("stream_is_utf16", message);
+    event.encoding = Some(name);
+    event.stream_bytes = Some(w.bytes);
+    StreamError {
+        raw: w.raw(),
+        event,
+    }
+}
+
 /// One line ready for mapping (with [`Engine::dialect`]): the span and, for the first line
 /// after an `auto` fallback, the number of lines that were held.
 #[derive(Debug)]
@@ -234,6 +260,7 @@ pub struct Engine {
     held: Vec<Span>,
     held_bytes: usize,
     finished: bool,
+    stream_error: Option<StreamError>,
 }
 
 impl Engine {
@@ -241,11 +268,12 @@ impl Engine {
     pub fn new(dialect: Option<AnyDialect>, budget: Budget) -> Self {
         Engine {
             budget,
-            framer: Framer::new(budget.max_line_bytes),
+            framer: Framer::detecting(budget.max_line_bytes),
             dialect,
             held: Vec::new(),
             held_bytes: 0,
             finished: false,
+            stream_error: None,
         }
     }
 
@@ -266,14 +294,27 @@ impl Engine {
         self.route(spans, chunk, false)
     }
 
-    /// End of stream.
+    /// End of stream. A UTF-16/UTF-32 stream gives no items; its one event is then ready in
+    /// [`Engine::take_stream_error`] (and `auto` settles on the fallback dialect, unannounced).
     pub fn finish(&mut self) -> Vec<Item> {
         let mut spans = Vec::new();
         if !self.finished {
             self.finished = true;
             self.framer.finish(&mut spans);
+            if let Some(w) = self.framer.wide() {
+                self.stream_error = Some(stream_error(w));
+                if self.dialect.is_none() {
+                    self.dialect = Some(FALLBACK);
+                }
+            }
         }
         self.route(spans, &[], true)
+    }
+
+    /// After [`Engine::finish`], once: the event of a UTF-16/UTF-32 stream, to put after the
+    /// items `finish` returned (there are none for such a stream).
+    pub fn take_stream_error(&mut self) -> Option<StreamError> {
+        self.stream_error.take()
     }
 
     fn route(&mut self, spans: Vec<Span>, chunk: &[u8], last: bool) -> Vec<Item> {

@@ -95,3 +95,52 @@ def _diff(native: list[dict], ref: list[dict]) -> str:
             lines.append(f"first difference at #{i}:\n  native    = {a!r}\n  reference = {b!r}")
             break
     return "\n".join(lines)
+
+
+def wide_encoding(data: bytes) -> tuple[str, int] | None:
+    """(encoding, BOM length) when a whole stream is UTF-16/UTF-32 by docs/events.md §Framing.
+
+    An oracle written from the docs, independent of both implementations' incremental code: a
+    BOM, or the NUL pattern of the first code unit (RFC 8259 §8.1 / RFC 4627 §3) with a
+    non-zero ASCII character.
+    """
+    h = data[:4]
+
+    def ascii_(b: int) -> bool:
+        return 0 < b < 0x80
+
+    if h == b"\xff\xfe\x00\x00":
+        return "UTF-32LE", 4
+    if h[:2] == b"\xff\xfe":
+        return "UTF-16LE", 2
+    if h[:2] == b"\xfe\xff":
+        return "UTF-16BE", 2
+    if h == b"\x00\x00\xfe\xff":
+        return "UTF-32BE", 4
+    if len(h) == 4 and h[:3] == b"\x00\x00\x00" and ascii_(h[3]):
+        return "UTF-32BE", 0
+    if len(h) >= 2 and h[0] == 0 and ascii_(h[1]):
+        return "UTF-16BE", 0
+    if len(h) == 4 and ascii_(h[0]) and h[1:] == b"\x00\x00\x00":
+        return "UTF-32LE", 0
+    if len(h) >= 2 and ascii_(h[0]) and h[1] == 0:
+        return "UTF-16LE", 0
+    return None
+
+
+def assert_wide_stream(events: list[dict], data: bytes) -> dict:
+    """A UTF-16/UTF-32 stream gives exactly one error/stream_is_utf16 event covering it all."""
+    found = wide_encoding(data)
+    assert found is not None, data[:8]
+    (ev,) = events
+    assert (ev["kind"], ev["subtype"], ev["position"], ev["seq"]) == (
+        "error",
+        "stream_is_utf16",
+        0,
+        0,
+    ), ev
+    assert ev["error"]["code"] == "stream_is_utf16"
+    assert ev["error"]["errorKind"] == "semantic"
+    assert (ev["encoding"], ev["streamBytes"]) == (found[0], len(data))
+    assert ev["parsed"] is None
+    return ev

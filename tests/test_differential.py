@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import checkfu_fast
 import checkfu_fast.reference
-from conftest import IMPLS, assert_valid
+from conftest import IMPLS, assert_valid, assert_wide_stream, wide_encoding
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -70,6 +70,11 @@ def check_stream(data: bytes, dialect: str, **budgets) -> list[dict]:
     assert_same(native, ref, data, f"dialect={dialect} budgets={budgets}")
     assert_valid(native)
     assert [e["seq"] for e in native] == list(range(len(native)))
+    if wide_encoding(data):
+        # a UTF-16/UTF-32 stream (its first bytes say so) is one event, not lines
+        assert_wide_stream(native, data)
+        assert native[0]["dialect"] == ("claude" if dialect == "auto" else dialect)
+        return native
     positions = [e["position"] for e in native]
     assert positions == sorted(positions)
     nonblank, blank = nonblank_starts(data)

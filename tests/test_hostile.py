@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import checkfu_fast
 import checkfu_fast.reference
-from conftest import IMPLS, assert_valid
+from conftest import IMPLS, assert_valid, assert_wide_stream, wide_encoding
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -484,12 +484,11 @@ def test_h11_bom_and_utf16():
     """H11 a UTF-8 BOM at the stream start; BOMs mid-stream; UTF-16 streams.
 
     BOM at offset 0: skipped, counted in positions (no warning event: the docs record none).
-    A later BOM is data (status/non_json). UTF-16 is not detected as such (the docs have no
-    `stream_is_utf16`): its bytes are framed on 0x0A like any other stream and every line is
-    reported. UTF-16LE with BOM `FF FE`: line 0 is invalid_utf8 at byte 0; each next line starts
-    with the LF's high byte 00, so it is valid UTF-8 not starting with `{` -> non_json.
-    Without a BOM the first line starts with `{` and 00 follows: "expected string key at
-    column 2". More BOM placements: test_framing.py.
+    A later BOM is data (status/non_json). A UTF-16 stream is detected once, from its first
+    bytes (a BOM `FF FE` / `FE FF`, or the NUL pattern of the first code unit), and gives
+    exactly one `error/stream_is_utf16` event for the whole stream instead of one per line.
+    More cases (UTF-32, every chunking, near misses): test_utf16.py; more BOM placements:
+    test_framing.py.
     """
     ev = run(BOM + TS + b"\n" + BOM + TS + b"\n")
     assert brief(ev) == [(3, "status", "turn_started"), (27, "status", "non_json")]
@@ -497,20 +496,17 @@ def test_h11_bom_and_utf16():
 
     utf16 = (TS + b"\n" + TS + b"\n").decode().encode("utf-16")  # FF FE + little-endian
     assert utf16[:2] == b"\xff\xfe" and len(utf16) == 98
-    ev = run(utf16)
-    # line 0: bytes 0..47 (FF FE + 23 chars x 2), LF at 48; line 1: 49..95, LF at 96; tail 97
-    assert brief(ev) == [
-        (0, "error", "invalid_utf8"),
-        (49, "status", "non_json"),
-        (97, "status", "non_json"),
-    ]
-    assert ev[0]["error"]["message"] == "invalid UTF-8 at byte 0"
-    assert ev[1]["text"] == "\x00" + TS.decode().encode("utf-16-le").decode()
-    assert ev[2]["text"] == "\x00"
+    ev = run(utf16, chunk=1)
+    assert brief(ev) == [(0, "error", "stream_is_utf16")]
+    assert ev[0]["error"]["message"] == (
+        "stream is UTF-16 (LE, BOM); checkfu reads UTF-8 JSONL: re-encode the input as UTF-8 "
+        "(98 bytes skipped)"
+    )
+    assert (ev[0]["encoding"], ev[0]["streamBytes"], ev[0]["raw"]) == ("UTF-16LE", 98, TS.decode())
 
-    ev = run((TS + b"\n").decode().encode("utf-16-le"))
-    assert brief(ev) == [(0, "error", "invalid_json"), (47, "status", "non_json")]
-    assert ev[0]["error"]["message"] == "expected string key at column 2"
+    ev = run((TS + b"\n").decode().encode("utf-16-le"), chunk=1)
+    assert brief(ev) == [(0, "error", "stream_is_utf16")]
+    assert ev[0]["error"]["message"].startswith("stream is UTF-16 (LE, no BOM);")
 
 
 # -- H12 -----------------------------------------------------------------------------------------
@@ -909,6 +905,9 @@ def test_property_random_chunk_sizes_never_raise_and_lose_nothing(
     assert canon(outs["native"]) == canon(outs["reference"]) == canon(whole)
     assert_valid(whole)
     assert [e["seq"] for e in whole] == list(range(len(whole)))
+    if wide_encoding(data):
+        assert_wide_stream(whole, data)  # UTF-16/UTF-32: one event for the stream, no lines
+        return
     positions = [e["position"] for e in whole]
     assert positions == sorted(positions)
     nonblank, blank = _nonblank_line_starts(data)

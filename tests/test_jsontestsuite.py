@@ -17,7 +17,7 @@ import pytest
 
 import checkfu_fast
 from checkfu_fast import reference
-from conftest import SHARED, assert_valid
+from conftest import IMPLS, SHARED, assert_valid, wide_encoding
 
 SUITE = SHARED / "third_party" / "JSONTestSuite"
 PARSING = sorted((SUITE / "test_parsing").glob("*.json"))
@@ -81,10 +81,11 @@ BLANK_N = {"n_single_space", "n_structure_no_data", "n_structure_UTF8_BOM_no_dat
 
 
 # Pinned from the policy (reviewed against reliability-notes §1.3), not from the output:
-# lone surrogate escapes are repaired and counted; invalid UTF-8 (incl. UTF-16, Latin-1,
-# overlong forms, encoded surrogates) is rejected per line; numbers that overflow a float are
-# rejected; big integers and underflowing floats are accepted; nesting past max_depth (64) is a
-# budget error; a UTF-8 BOM at offset 0 is skipped.
+# lone surrogate escapes are repaired and counted; invalid UTF-8 (Latin-1, overlong forms,
+# encoded surrogates) is rejected per line; a UTF-16 stream (BOM or NUL pattern at offset 0) is
+# rejected once, as a whole (stream_is_utf16); numbers that overflow a float are rejected; big
+# integers and underflowing floats are accepted; nesting past max_depth (64) is a budget error;
+# a UTF-8 BOM at offset 0 is skipped.
 I_PINNED = {
     "i_number_double_huge_neg_exp": "accept",
     "i_number_huge_exp": "invalid_json",
@@ -99,7 +100,7 @@ I_PINNED = {
     "i_object_key_lone_2nd_surrogate": "repair:1",
     "i_string_1st_surrogate_but_2nd_missing": "repair:1",
     "i_string_1st_valid_surrogate_2nd_invalid": "repair:1",
-    "i_string_UTF-16LE_with_BOM": "invalid_utf8",
+    "i_string_UTF-16LE_with_BOM": "stream_is_utf16",
     "i_string_UTF-8_invalid_sequence": "invalid_utf8",
     "i_string_UTF8_surrogate_U+D800": "invalid_utf8",
     "i_string_incomplete_surrogate_and_escape_valid": "repair:1",
@@ -117,8 +118,8 @@ I_PINNED = {
     "i_string_overlong_sequence_6_bytes": "invalid_utf8",
     "i_string_overlong_sequence_6_bytes_null": "invalid_utf8",
     "i_string_truncated-utf-8": "invalid_utf8",
-    "i_string_utf16BE_no_BOM": "invalid_utf8",
-    "i_string_utf16LE_no_BOM": "invalid_utf8",
+    "i_string_utf16BE_no_BOM": "stream_is_utf16",
+    "i_string_utf16LE_no_BOM": "stream_is_utf16",
     "i_structure_500_nested_arrays": "too_deep",
     "i_structure_UTF-8_BOM_empty_object": "accept",
 }
@@ -134,6 +135,44 @@ def test_i_documents_have_pinned_outcomes(name: str) -> None:
     assert outcome(events) == I_PINNED[name]
     if I_PINNED[name].startswith("repair"):
         assert "\ud800" not in json.dumps(events[0]["parsed"], ensure_ascii=False)
+
+
+UTF16_FILES = {
+    "i_string_UTF-16LE_with_BOM": ("UTF-16LE", "BOM"),
+    "i_string_utf16BE_no_BOM": ("UTF-16BE", "no BOM"),
+    "i_string_utf16LE_no_BOM": ("UTF-16LE", "no BOM"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UTF16_FILES))
+def test_utf16_documents_are_one_stream_error(name: str) -> None:
+    data = (SUITE / "test_parsing" / f"{name}.json").read_bytes()
+    (ev,) = run(data)
+    encoding, bom = UTF16_FILES[name]
+    assert (ev["subtype"], ev["position"], ev["encoding"], ev["streamBytes"]) == (
+        "stream_is_utf16",
+        0,
+        encoding,
+        len(data),
+    )
+    assert ev["raw"] == '["\u00e9"]'  # what the document says, decoded for the user
+    assert ev["error"]["message"].startswith(f"stream is UTF-16 ({encoding[-2:]}, {bom});")
+    for impl in IMPLS.values():  # one byte per feed: the same single event
+        n = impl.Normalizer("codex")
+        assert [e for b in range(len(data)) for e in n.feed(data[b : b + 1])] == []
+        assert n.finish() == [ev]
+
+
+def test_nul_after_an_ascii_first_byte_reads_as_utf16() -> None:
+    # `[` then NUL is the UTF-16LE pattern of the first code unit (RFC 8259 §8.1): this n_
+    # document is rejected as a UTF-16 stream, not as a line with a NUL in it
+    (ev,) = run((SUITE / "test_parsing" / "n_structure_null-byte-outside-string.json").read_bytes())
+    assert (ev["subtype"], ev["encoding"], ev["streamBytes"], ev["raw"]) == (
+        "stream_is_utf16",
+        "UTF-16LE",
+        3,
+        "[",
+    )
 
 
 BIG = 10000000000000000999
@@ -184,6 +223,9 @@ def test_transform_cases(name: str) -> None:
 def test_every_file_as_a_jsonl_stream_never_raises(path: Path) -> None:
     data = path.read_bytes()
     events = run(data)
+    if wide_encoding(data):  # UTF-16: one event for the whole stream
+        assert [e["subtype"] for e in events] == ["stream_is_utf16"]
+        return
     lines = [seg for seg in data.split(b"\n") if seg.strip(b" \t\r\x0b\x0c")]
     assert len({e["position"] for e in events}) == len(lines) or data.startswith(b"\xef\xbb\xbf")
 

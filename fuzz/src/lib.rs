@@ -48,6 +48,12 @@ pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
         }
     }
     assert!(emitted >= lines);
+    // a UTF-16/UTF-32 stream gives no lines, only its one event, which accounts for every byte
+    if let Some(err) = engine.take_stream_error() {
+        assert_eq!(lines, 0, "a UTF-16 stream also gave lines");
+        assert_eq!(err.event.stream_bytes, Some(body.len() as u64));
+        assert!(engine.take_stream_error().is_none(), "reported twice");
+    }
 }
 
 /// Every dialect name, plus `auto` (None).

@@ -290,6 +290,12 @@ fn event<'py>(
         d.set_item(intern!(py, "truncated"), true)?;
         d.set_item(intern!(py, "lineBytes"), n)?;
     }
+    if let Some(s) = ev.encoding {
+        d.set_item(intern!(py, "encoding"), s)?;
+    }
+    if let Some(n) = ev.stream_bytes {
+        d.set_item(intern!(py, "streamBytes"), n)?;
+    }
     if let Some(s) = rec.meta.session_id {
         d.set_item(intern!(py, "sessionId"), s)?;
     }

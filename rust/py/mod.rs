@@ -167,6 +167,31 @@ fn emit(
     Ok(())
 }
 
+/// Convert and append the event of a UTF-16/UTF-32 stream, if `finish` found one.
+fn emit_stream_error(
+    py: Python<'_>,
+    engine: &mut Engine,
+    seq: &mut u64,
+    out: &Bound<'_, PyList>,
+) -> PyResult<()> {
+    let Some(err) = engine.take_stream_error() else {
+        return Ok(());
+    };
+    let Some(dialect) = engine.dialect() else {
+        return Ok(());
+    };
+    let rec = LineEvents {
+        position: 0,
+        dialect: dialect.name(),
+        raw: &err.raw,
+        parsed: None,
+        meta: LineMeta::default(),
+        repairs: 0,
+        events: vec![err.event.clone()],
+    };
+    convert::line(py, &rec, seq, &mut convert::KeyCache::new(), out)
+}
+
 /// Normalize a whole stream (bytes) to a list of event dicts.
 #[pyfunction]
 #[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
@@ -194,7 +219,8 @@ fn normalize<'py>(
     gc_paused(py, big, || {
         emit(py, &items, bytes, &engine, &mut seq, &out)?;
         let items = engine.finish();
-        emit(py, &items, &[], &engine, &mut seq, &out)
+        emit(py, &items, &[], &engine, &mut seq, &out)?;
+        emit_stream_error(py, &mut engine, &mut seq, &out)
     })?;
     Ok(out)
 }
@@ -248,6 +274,7 @@ impl Normalizer {
         let items = self.engine.finish();
         let out = PyList::empty(py);
         emit(py, &items, &[], &self.engine, &mut self.seq, &out)?;
+        emit_stream_error(py, &mut self.engine, &mut self.seq, &out)?;
         Ok(out)
     }
 }

@@ -28,7 +28,7 @@ FRAMING_ERRORS = {
     "line_too_long",
     "too_deep",
     "too_many_nodes",
-    "utf16_stream",
+    "stream_is_utf16",
 }
 NON_TERMINAL_ERRORS = FRAMING_ERRORS | {"retry", "item_error"}
 

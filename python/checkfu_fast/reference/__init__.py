@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import DialectNotImplemented, InvalidOption, UnknownDialect
 from .dialects import DIALECTS, IMPLEMENTED, MappedDialect, load_dialect
 from .events import Event
-from .framing import Framer, Line
+from .framing import Framer, Line, WideStream
 from .journal import validate_journal
 from .parse import JsonError, parse, scan_budget
 from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
@@ -35,7 +35,7 @@ MAX_DEPTH_LIMIT = 512
 
 _ORDER = (
     "role", "text", "tool", "error", "usage", "usageScope", "messageId", "delta",
-    "truncated", "lineBytes",
+    "truncated", "lineBytes", "encoding", "streamBytes",
 )  # fmt: skip
 
 
@@ -80,7 +80,7 @@ class Normalizer:
         self._max_line_bytes = max_line_bytes
         self._max_depth = max_depth
         self._max_nodes = max_nodes
-        self._framer = Framer(max_line_bytes)
+        self._framer = Framer(max_line_bytes, detect_wide=True)
         self._held: list[Prepared] = []  # auto: lines seen before a decisive one
         self._held_bytes = 0
         self._seq = 0
@@ -97,7 +97,15 @@ class Normalizer:
         if self._finished:
             return []
         self._finished = True
-        return self._lines(self._framer.finish(), final=True)
+        out = self._lines(self._framer.finish(), final=True)
+        wide = self._framer.wide
+        if wide is not None:
+            # a UTF-16/UTF-32 stream gave no lines: its one event ends the stream; `auto`
+            # settles on the fallback dialect without announcing it
+            if self._dialect is None:
+                self._dialect = _resolve(FALLBACK)
+            self._push(_stream_error(wide, self._dialect.NAME), out)
+        return out
 
     def _lines(self, lines: Iterable[Line], final: bool) -> list[Event]:
         out: list[Event] = []
@@ -266,6 +274,20 @@ def _error(code: str, message: str) -> Event:
         "subtype": code,
         "error": {"code": code, "message": message, "errorKind": "semantic"},
     }
+
+
+def _stream_error(w: WideStream, dialect: str) -> Event:
+    """The one ``error/stream_is_utf16`` event of a UTF-16/UTF-32 stream."""
+    family, order = w.encoding[:-2], w.encoding[-2:]
+    bom = "BOM" if w.bom else "no BOM"
+    message = (
+        f"stream is {family} ({order}, {bom}); checkfu reads UTF-8 JSONL: re-encode the input "
+        f"as UTF-8 ({w.bytes} bytes skipped)"
+    )
+    ev = _error("stream_is_utf16", message)
+    ev["encoding"] = w.encoding
+    ev["streamBytes"] = w.bytes
+    return _finish(0, dialect, ev, w.raw(), None)
 
 
 def _cut_utf8(data: bytes) -> bytes:
