@@ -12,11 +12,12 @@ install: ## build the Rust core and install the package (editable) with test dep
 	$(PIP) install -q --disable-pip-version-check -e '.[test,dev]'
 
 .PHONY: demo
-demo: install ## normalize the shipped sample streams, replay the golden files
+demo: install ## normalize the shipped sample streams, replay the golden and oneshot vectors
 	$(PY) -m checkfu_fast normalize --summary vectors/samples/*.jsonl > demo-events.jsonl
 	@echo "events written to demo-events.jsonl; first one:"
 	@head -n 1 demo-events.jsonl | cut -c 1-300
 	$(PY) -m checkfu_fast golden vectors/events
+	$(PY) -m checkfu_fast vectors vectors/oneshot-v1-author-kit.json vectors/oneshot/*.json
 
 .PHONY: test
 test: install test-rust test-python ## all tests: Rust unit tests, then pytest

@@ -8,6 +8,7 @@ bytes of ``$CHECKFU_STUB_STDOUT`` (a file) to stdout unchanged and exits with
 
 import json
 import os
+import re
 import stat
 import sys
 
@@ -21,14 +22,20 @@ def _is_devnull(fd: int) -> bool:
 
 
 def _files(argv: list[str]) -> list[dict[str, str]]:
-    found = []
+    """Every existing file named by an absolute path anywhere in argv, in order of appearance."""
+    found: list[dict[str, str]] = []
+    seen: set[str] = set()
     for arg in argv:
-        for candidate in (arg, arg.partition("=")[2]):
-            if candidate.startswith("/") and os.path.isfile(candidate):
-                with open(candidate, "rb") as f:
-                    content = f.read().decode("utf-8", "surrogateescape")
-                found.append({"path": candidate, "content": content})
-                break
+        for match in re.finditer(r"/[^\s'\"`=,;()<>]+", arg):
+            candidate = match.group(0)
+            while candidate and not os.path.isfile(candidate) and candidate[-1] in ".:!?":
+                candidate = candidate[:-1]
+            if candidate in seen or not os.path.isfile(candidate):
+                continue
+            seen.add(candidate)
+            with open(candidate, "rb") as f:
+                content = f.read().decode("utf-8", "surrogateescape")
+            found.append({"path": candidate, "content": content})
     return found
 
 
