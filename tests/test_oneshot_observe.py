@@ -286,7 +286,7 @@ def test_subagent_lines_carry_the_hashed_parent_id():
             "task_id": "t1",
             "tool_use_id": "toolu_task",
             "description": "find",
-            "task_type": "Explore",
+            "task_type": "local_agent",  # the agent type comes from the Task call
         },
         {
             "type": "assistant",

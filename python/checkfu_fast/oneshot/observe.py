@@ -321,6 +321,7 @@ class _Stream:
         self.turn_costs: list[float] = []
         self.message_costs: dict[str, float] = {}
         self.line_ids: dict[int, str] = {}
+        self.tool_inputs: dict[str, dict[str, Any]] = {}  # call id -> arguments (for Task)
 
     def run(self, events: list[dict[str, Any]]) -> None:
         for e in events:
@@ -368,6 +369,8 @@ class _Stream:
             name = tool.get("name") if isinstance(tool.get("name"), str) else ""
             name = name or "unknown"
             self.turn.tool(name, _native_kind(e))
+            if isinstance(tool.get("id"), str) and isinstance(tool.get("arguments"), dict):
+                self.tool_inputs[tool["id"]] = tool["arguments"]
             payload = {
                 "tool_use_id": self.tool_id(tool, e, n),
                 "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
@@ -449,8 +452,14 @@ class _Stream:
             return
         sid = digest_id("subg_", native)
         if parsed.get("subtype") == "task_started":
-            name = _str(parsed.get("task_type")) or _str(parsed.get("subagent_type")) or "task"
-            description = parsed.get("description")
+            task_input = self.tool_inputs.get(native, {})
+            name = (
+                _str(parsed.get("subagent_type"))
+                or _str(task_input.get("subagent_type"))
+                or _str(parsed.get("task_type"))
+                or "task"
+            )
+            description = parsed.get("description", task_input.get("description"))
             self.out.append(
                 {
                     "type": "observation.subagent_started",
