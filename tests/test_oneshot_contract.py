@@ -349,3 +349,41 @@ def test_bad_prior_state(state, pointer):
     with pytest.raises(ContractError) as info:
         TurnRequest("x", state)
     assert (info.value.code, info.value.pointer) == ("validation.malformed", pointer)
+
+
+def deep_dict(depth: int) -> dict:
+    d: dict = {}
+    root = d
+    for _ in range(depth):
+        d["not"] = {}
+        d = d["not"]
+    return root
+
+
+@pytest.mark.parametrize(
+    ("contract", "pointer", "rule"),
+    [
+        (
+            lambda: claude(configuration_schema=deep_dict(100_000)),
+            "/configuration_schema",
+            "configuration_schema.depth",
+        ),
+        (lambda: claude(arguments=[deep_dict(100_000)]), "/arguments", "contract.depth"),
+        (lambda: '{"a":' * 100_000 + "1" + "}" * 100_000, "", "json.depth"),
+    ],
+)
+def test_hostile_nesting_is_rejected_not_a_recursion_error(contract, pointer, rule):
+    err = rejected(contract())
+    assert (err.code, err.rule) == ("validation.payload_too_large", rule)
+    assert err.pointer.startswith(pointer)
+
+
+def test_hostile_output_schema_nesting():
+    with pytest.raises(ContractError) as info:
+        TurnRequest("x", None, deep_dict(100_000))
+    assert (info.value.code, info.value.rule) == ("validation.payload_too_large", "request.depth")
+
+
+def test_float_turn_in_prior_state_gives_an_integer_turn():
+    ex = plan_exchange(validate_contract(claude()), TurnRequest("x", dict(STATE, turn=4.0)))
+    assert ex["resulting_state"]["turn"] == 5 and type(ex["resulting_state"]["turn"]) is int

@@ -115,3 +115,12 @@ def test_diff_is_type_strict():
     assert diff([True], [1]) == [("/0", True, 1)]
     assert diff({"a/b": {"~": 1}}, {"a/b": {}}) == [("/a~1b/~0", 1, "<missing>")]
     assert diff({"x": [1, 2]}, {"x": [1, 2]}) == []
+
+
+def test_hostile_vector_file_is_an_error_not_a_crash(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    report = check_vector_file(path)
+    assert report.error is not None and "too deep" in report.error
+    path.write_bytes(b"\xff\xfe{")
+    assert check_vector_file(path).error is not None

@@ -26,6 +26,8 @@ CONFIG_MAX_BYTES = 65_536
 CONFIG_MAX_DEPTH = 32
 CONFIG_MAX_NODES = 4_000
 CONFIG_MAX_WORK = 4_000
+CONTRACT_MAX_DEPTH = 8  # the contract's own shape nests 3 deep at most
+REQUEST_MAX_DEPTH = 64  # an output schema
 
 _SIZE_KEYWORDS = {"maxLength", "maxItems", "maxProperties"}
 # JSON Schema drafts jsonschema-rs validates against their built-in meta-schemas (no network).
@@ -56,6 +58,26 @@ def load_json(text: str | bytes, what: str = "document") -> Any:
         return json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ContractError(MALFORMED, "", "json", f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ContractError(TOO_LARGE, "", "json.depth", f"{what} nests too deep") from None
+
+
+def check_depth(value: Any, limit: int, base: str, rule: str) -> None:
+    """Iteratively reject a container nested deeper than ``limit`` (the value itself is depth 1),
+    naming the first one in document order, before any recursive code sees the value."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, base)]
+    while stack:
+        node, depth, ptr = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth > limit:
+            raise ContractError(TOO_LARGE, ptr, rule, f"nesting depth exceeds {limit}")
+        items = (
+            [(v, f"{ptr}/{_escape(str(k))}") for k, v in node.items()]
+            if isinstance(node, dict)
+            else [(v, f"{ptr}/{i}") for i, v in enumerate(node)]
+        )
+        stack.extend((child, depth + 1, cptr) for child, cptr in reversed(items))
 
 
 def utf8_len(s: str) -> int:
@@ -70,6 +92,15 @@ def validate_contract(contract: Any) -> dict[str, Any]:
     """Return the contract (decoded if given as JSON text) or raise ``ContractError``."""
     if isinstance(contract, (str, bytes, bytearray)):
         contract = load_json(contract, "contract")
+    # Depth first, iteratively, so that no recursive validator or encoder meets a hostile nest.
+    if isinstance(contract, dict):
+        config = contract.get("configuration_schema")
+        if isinstance(config, dict):
+            check_depth(
+                config, CONFIG_MAX_DEPTH, "/configuration_schema", "configuration_schema.depth"
+            )
+        rest = {k: v for k, v in contract.items() if k != "configuration_schema"}
+        check_depth(rest, CONTRACT_MAX_DEPTH, "", "contract.depth")
     errors = _schema.sorted_errors(_schema.contract_validator(), contract)
     if errors:
         e = errors[0]
@@ -166,28 +197,16 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def _depth_and_nodes(root: Any, base: str) -> int:
-    """Count nodes; raise on the first container (document order) deeper than the limit."""
-    nodes = 0
-    stack: list[tuple[Any, int, str]] = [(root, 1, base)]
+def _count_nodes(root: Any) -> int:
+    """JSON values in ``root`` (object keys are not nodes); the depth was checked first."""
+    nodes, stack = 0, [root]
     while stack:
-        value, depth, ptr = stack.pop()
+        value = stack.pop()
         nodes += 1
-        if isinstance(value, (dict, list)):
-            if depth > CONFIG_MAX_DEPTH:
-                raise ContractError(
-                    TOO_LARGE,
-                    ptr,
-                    "configuration_schema.depth",
-                    f"nesting depth exceeds {CONFIG_MAX_DEPTH}",
-                )
-            items = (
-                [(v, f"{ptr}/{_escape(k)}") for k, v in value.items()]
-                if isinstance(value, dict)
-                else [(v, f"{ptr}/{i}") for i, v in enumerate(value)]
-            )
-            for child, cptr in reversed(items):
-                stack.append((child, depth + 1 if isinstance(child, (dict, list)) else depth, cptr))
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
     return nodes
 
 
@@ -246,7 +265,7 @@ def check_configuration_schema(schema: dict[str, Any], base: str) -> None:
             "configuration_schema.bytes",
             f"{size} bytes of compact JSON, more than {CONFIG_MAX_BYTES}",
         )
-    nodes = _depth_and_nodes(schema, base)
+    nodes = _count_nodes(schema)
     if nodes > CONFIG_MAX_NODES:
         raise ContractError(
             TOO_LARGE,

@@ -557,7 +557,7 @@ def observe(
     prior = request.prior_state
     state = {
         "schema_version": 1,
-        "turn": (prior["turn"] + 1) if prior is not None else 1,
+        "turn": int(prior["turn"]) + 1 if prior is not None else 1,
         "last_response": last_response,
     }
     return out, state

@@ -7,7 +7,14 @@ from typing import Any
 
 from ..errors import ContractError
 from . import _schema
-from .contract import MALFORMED, PLACEHOLDER, check_resolved_argv, compact_json
+from .contract import (
+    MALFORMED,
+    PLACEHOLDER,
+    REQUEST_MAX_DEPTH,
+    check_depth,
+    check_resolved_argv,
+    compact_json,
+)
 
 DEFAULT_STAGING_ROOT = "/run/checkfu/oneshot"
 PROMPT_FILE = "prompt.txt"
@@ -35,6 +42,8 @@ class TurnRequest:
                     "request.prior_state",
                     e.message,
                 )
+        if isinstance(self.output_schema, dict):
+            check_depth(self.output_schema, REQUEST_MAX_DEPTH, "/output_schema", "request.depth")
         if self.output_schema is not None and not isinstance(self.output_schema, dict):
             raise ContractError(
                 MALFORMED,
@@ -88,7 +97,7 @@ def plan_exchange(
         "prior_state": prior,
         "resulting_state": {
             "schema_version": 1,
-            "turn": (prior["turn"] + 1) if prior is not None else 1,
+            "turn": int(prior["turn"]) + 1 if prior is not None else 1,
             "last_response": "",
         },
     }
