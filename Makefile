@@ -17,7 +17,7 @@ demo: install ## normalize the shipped sample streams, replay the golden and one
 	@echo "events written to demo-events.jsonl; first one:"
 	@head -n 1 demo-events.jsonl | cut -c 1-300
 	$(PY) -m checkfu_fast golden vectors/events
-	$(PY) -m checkfu_fast vectors vectors/oneshot-v1-author-kit.json vectors/oneshot/*.json
+	$(PY) -m checkfu_fast vectors vectors/oneshot-v1-author-kit.json vectors/oneshot
 
 .PHONY: test
 test: install test-rust test-python ## all tests: Rust unit tests, then pytest

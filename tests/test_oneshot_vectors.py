@@ -124,3 +124,10 @@ def test_hostile_vector_file_is_an_error_not_a_crash(tmp_path):
     assert report.error is not None and "too deep" in report.error
     path.write_bytes(b"\xff\xfe{")
     assert check_vector_file(path).error is not None
+
+
+def test_cli_replays_a_directory(capsys):
+    assert main(["vectors", str(ROOT / "vectors" / "oneshot")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == sum(len(json.loads(p.read_text())["vectors"]) for p in VECTOR_FILES[1:])
+    assert all(line.startswith("ok   ") for line in out)

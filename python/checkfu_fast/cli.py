@@ -139,7 +139,11 @@ def _vectors(args: argparse.Namespace) -> int:
     from .oneshot import check_vector_file
 
     status = 0
-    for name in args.files:
+    names: list[str] = []
+    for name in args.files:  # a directory means the *.json files in it
+        path = Path(name)
+        names += sorted(map(str, path.glob("*.json"))) if path.is_dir() else [name]
+    for name in names:
         report = check_vector_file(name, live=args.live)
         for line in report.lines():
             print(line)
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     sub.add_parser("dialects", help="list dialect names")
     v = sub.add_parser("vectors", help="replay oneshot-v1 author-kit vector files and diff")
-    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("files", nargs="+", metavar="FILE", help="vector file, or a directory of them")
     v.add_argument("--live", action="store_true", help="run the stub harness for real")
     r = sub.add_parser("run", help="run one oneshot-v1 turn: observations JSONL, then the state")
     r.add_argument("contract", metavar="CONTRACT.json")
