@@ -7,6 +7,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from checkfu_fast.oneshot import TurnRequest, _schema, observe, validate_contract
 from checkfu_fast.oneshot.observe import cut, microusd
@@ -659,3 +661,37 @@ def test_corpus_observations_are_valid_and_identical_across_paths(path):
     assert obs[0]["type"] == "observation.ready"
     endings = {"observation.finished", "observation.failed", "observation.retryable_failure"}
     assert obs[-1]["type"] in endings and not any(o["type"] in endings for o in obs[:-1])
+
+
+_LINES = st.sampled_from(
+    [
+        b'{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hi"}]}}',
+        b'{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}',
+        b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":true}]}}',
+        b'{"type":"result","subtype":"success","is_error":false,"result":"done","duration_ms":5,"total_cost_usd":0.1}',
+        b'{"type":"result","subtype":"success","is_error":true,"result":"429 rate limit"}',
+        b'{"type":"item.completed","item":{"id":"i","type":"file_change","changes":[{"path":"a","kind":"add"}],"status":"completed"}}',
+        b'{"type":"turn.failed","error":{"message":"stream error: 502"}}',
+        b'{"type":"system","subtype":"task_started","tool_use_id":"t1","description":"d"}',
+        b'{"type":"system","subtype":"compact_boundary","compact_metadata":{"pre_tokens":9,"post_tokens":3}}',
+        b"not json at all",
+        b'{"type":"result","subtype":"succ',
+        b"\xff\xfe\x00",
+        b"[" * 100,
+    ]
+)
+
+
+@given(
+    lines=st.lists(st.one_of(_LINES, st.binary(max_size=40)), max_size=12),
+    text=st.booleans(),
+)
+def test_any_stdout_gives_valid_observations_and_one_ending(lines, text):
+    stdout = b"\n".join(lines)
+    over = {"output_mode": "text"} if text else {}
+    native = run(stdout, "native", **over)
+    assert native == run(stdout, "reference", **over)
+    obs = native[0]
+    endings = {"observation.finished", "observation.failed", "observation.retryable_failure"}
+    assert obs[0]["type"] == "observation.ready" and obs[-1]["type"] in endings
+    assert not any(o["type"] in endings for o in obs[1:-1])
