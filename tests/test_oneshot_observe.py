@@ -695,3 +695,38 @@ def test_any_stdout_gives_valid_observations_and_one_ending(lines, text):
     endings = {"observation.finished", "observation.failed", "observation.retryable_failure"}
     assert obs[0]["type"] == "observation.ready" and obs[-1]["type"] in endings
     assert not any(o["type"] in endings for o in obs[1:-1])
+
+
+def test_cursor_partial_output_repeats_are_not_observed_twice():
+    sid = "96c630ba"
+    mcid = "3f8e2a1c-0"
+
+    def line(text, **extra):
+        msg = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+        return {"type": "assistant", "message": msg, "session_id": sid, **extra}
+
+    stdout = jsonl(
+        {"type": "system", "subtype": "init", "session_id": sid, "model": "Auto"},
+        line("po", model_call_id=mcid, timestamp_ms=1),
+        line("ng", model_call_id=mcid, timestamp_ms=2),
+        line("pong", model_call_id=mcid, timestamp_ms=3),
+        line("pong"),
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "duration_ms": 7,
+            "result": "pong",
+            "session_id": sid,
+            "request_id": "r",
+        },
+    )
+    obs, _ = observe(contract(), TurnRequest("x"), stdout, dialect="cursor")
+    messages = [o["payload"] for o in valid(obs) if o["type"] == "observation.agent_message"]
+    assert messages == [{"content": "pong"}]  # the whole message; it carries no id
+    assert obs[-1]["payload"]["turn"]["model_calls"] == 1
+    # a build that only prints tagged lines keeps them, with the model call as the id
+    obs, _ = observe(
+        contract(), TurnRequest("x"), jsonl(line("hi", model_call_id=mcid)), dialect="cursor"
+    )
+    assert obs[1]["payload"] == {"content": "hi", "event_id": h("evt_", mcid)}

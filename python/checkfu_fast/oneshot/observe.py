@@ -200,6 +200,15 @@ def _native_kind(event: dict[str, Any]) -> str | None:
     return None
 
 
+def _is_cursor_text(e: dict[str, Any]) -> bool:
+    return (
+        e.get("dialect") == "cursor"
+        and e.get("kind") == "message"
+        and e.get("subtype") == "text"
+        and e.get("role") == "assistant"
+    )
+
+
 def _tool_result(event: dict[str, Any]) -> Any:
     """The result content exactly as the stream gives it (docs/oneshot.md, tool_result)."""
     parsed = _dict(event.get("parsed"))
@@ -321,12 +330,22 @@ class _Stream:
         self.turn_costs: list[float] = []
         self.message_costs: dict[str, float] = {}
         self.line_ids: dict[int, str] = {}
+        self.skip_tagged_cursor_text = False
         self.tool_inputs: dict[str, dict[str, Any]] = {}  # call id -> arguments (for Task)
 
     def run(self, events: list[dict[str, Any]]) -> None:
+        plain = tagged = False
         for e in events:
             if e.get("kind") == "usage" and isinstance(e.get("messageId"), str):
                 self.line_ids.setdefault(e["position"], e["messageId"])
+            if _is_cursor_text(e):
+                if isinstance(_dict(e.get("parsed")).get("model_call_id"), str):
+                    tagged = True
+                else:
+                    plain = True
+        # cursor 2026 repeats every message: deltas and a summary carrying model_call_id, then the
+        # whole message without it. When a stream has both kinds, the tagged ones are repeats.
+        self.skip_tagged_cursor_text = plain and tagged
         index_in_line: dict[int, int] = {}
         for e in events:
             n = index_in_line.get(e["position"], 0)
@@ -337,7 +356,11 @@ class _Stream:
         found = self.line_ids.get(e["position"])
         if found is not None:
             return found
-        return _str(_dict(_dict(e.get("parsed")).get("message")).get("id"))
+        parsed = _dict(e.get("parsed"))
+        found = _str(_dict(parsed.get("message")).get("id"))
+        if found is None and e.get("dialect") == "cursor":
+            found = _str(parsed.get("model_call_id"))
+        return found
 
     def event(self, e: dict[str, Any], n: int) -> None:
         kind, subtype = e.get("kind"), e.get("subtype")
@@ -351,6 +374,8 @@ class _Stream:
                 self.turn.model_ids.add(mid)
         if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
             if subtype == "text" and e.get("role") != "assistant":
+                return
+            if self.skip_tagged_cursor_text and _is_cursor_text(e) and "model_call_id" in parsed:
                 return
             text = e.get("text") or ""
             if not text:
