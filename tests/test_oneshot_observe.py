@@ -730,3 +730,17 @@ def test_cursor_partial_output_repeats_are_not_observed_twice():
         contract(), TurnRequest("x"), jsonl(line("hi", model_call_id=mcid)), dialect="cursor"
     )
     assert obs[1]["payload"] == {"content": "hi", "event_id": h("evt_", mcid)}
+
+
+def test_codex_item_id_is_the_event_id_but_not_a_model_call():
+    stdout = jsonl(
+        {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "hmm"}},
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "ok"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+    )
+    obs, _ = observe(contract(), TurnRequest("x"), stdout, process=proc())
+    assert [o["payload"].get("event_id") for o in obs[1:3]] == [
+        h("evt_", "item_0"),
+        h("evt_", "item_1"),
+    ]
+    assert obs[-1]["payload"]["turn"]["model_calls"] == 0

@@ -200,6 +200,14 @@ def _native_kind(event: dict[str, Any]) -> str | None:
     return None
 
 
+def _codex_item_id(e: dict[str, Any]) -> str | None:
+    """A codex item's own id: the native id of an agent_message / reasoning item (not a model
+    call: one model call makes several items, so it is not counted in ``model_calls``)."""
+    if e.get("dialect") != "codex":
+        return None
+    return _str(_dict(_dict(e.get("parsed")).get("item")).get("id"))
+
+
 def _is_cursor_text(e: dict[str, Any]) -> bool:
     return (
         e.get("dialect") == "cursor"
@@ -381,7 +389,7 @@ class _Stream:
             if not text:
                 return
             payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
-            mid = self.native_message_id(e)
+            mid = self.native_message_id(e) or _codex_item_id(e)
             if mid is not None:
                 payload["event_id"] = digest_id("evt_", mid)
             payload.update(sub)
