@@ -55,10 +55,17 @@ impl Dialect for Codex {
                 }
             }
             "item.plan.delta" => out.push(status("progress", v.str_at("delta").map(Cow::Borrowed))),
-            "request_user_input" => out.push(status(
-                "progress",
-                Some(Cow::Borrowed("request_user_input")),
-            )),
+            "request_user_input" => {
+                let text = questions_text(v.get("questions"));
+                out.push(status(
+                    "progress",
+                    Some(if text.is_empty() {
+                        Cow::Borrowed("request_user_input")
+                    } else {
+                        Cow::Owned(text)
+                    }),
+                ))
+            }
             _ => {}
         }
     }
@@ -159,10 +166,31 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             )),
             _ => out.push(status("progress", Some(Cow::Borrowed("web_search")))),
         },
-        Some("file_change") => out.push(status(
-            "file_change",
-            Some(Cow::Owned(changes_text(item.get("changes")))),
-        )),
+        Some("file_change") => {
+            let changes = changes_text(item.get("changes"));
+            let paths = item
+                .get("changes")
+                .map(Value::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|c| c.str_at("path"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(status("file_change", Some(Cow::Owned(changes))));
+            if item.str_at("status") == Some("failed") {
+                let message = if paths.is_empty() {
+                    "patch failed".to_owned()
+                } else {
+                    format!("patch failed: {paths}")
+                };
+                out.push(error(
+                    "item_error",
+                    "file_change_failed",
+                    Cow::Owned(message),
+                    "semantic",
+                ));
+            }
+        }
         Some("todo_list") => out.push(status(
             "progress",
             Some(Cow::Owned(todo_text(item.get("items")))),
@@ -178,6 +206,17 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         _ => {}
     }
+}
+
+/// The `question` of each item, one per line (what a headless consumer must answer).
+fn questions_text(questions: Option<&Value<'_>>) -> String {
+    questions
+        .map(Value::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|q| q.str_at("question"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn changes_text(changes: Option<&Value<'_>>) -> String {

@@ -74,7 +74,7 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "item.plan.delta":
         return [status("progress", text_of(v.get("delta")))]
     if t == "request_user_input":
-        return [status("progress", "request_user_input")]
+        return [status("progress", _questions_text(v.get("questions")) or "request_user_input")]
     return []
 
 
@@ -127,7 +127,16 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
             return [tool_result("web_search", iid, False, text_of(item.get("query")) or "")]
         return [status("progress", "web_search")]
     if it == "file_change":
-        return [status("file_change", _changes_text(item.get("changes")))]
+        changes = _changes_text(item.get("changes"))
+        out = [status("file_change", changes)]
+        if item.get("status") == "failed":
+            listed = item.get("changes") if isinstance(item.get("changes"), list) else []
+            paths = ", ".join(
+                c["path"] for c in listed if isinstance(c, dict) and isinstance(c.get("path"), str)
+            )
+            message = f"patch failed: {paths}" if paths else "patch failed"
+            out.append(error("item_error", "file_change_failed", message, "semantic"))
+        return out
     if it == "todo_list":
         return [status("progress", _todo_text(item.get("items")))]
     if it == "plan":
@@ -148,6 +157,14 @@ def _changes_text(changes: Any) -> str:
                 k = c.get("kind")
                 lines.append(f"{k} {c['path']}" if isinstance(k, str) else c["path"])
     return "\n".join(lines)
+
+
+def _questions_text(questions: Any) -> str:
+    """The ``question`` of each item, one per line (what a headless consumer must answer)."""
+    if not isinstance(questions, list):
+        return ""
+    asked = [q.get("question") for q in questions if isinstance(q, dict)]
+    return "\n".join(q for q in asked if isinstance(q, str))
 
 
 def _todo_text(items: Any) -> str:
