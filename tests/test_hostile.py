@@ -379,6 +379,13 @@ def test_h07_non_json_numbers_rejected():
     # the boundary: 4000 digits is an exact int
     ev = run(b"[" + b"9" * 4000 + b"]")
     assert ev[0]["parsed"] == [10**4000 - 1]
+    # many runs just under the limit, and one over it at the end (the reference's long-run
+    # search starts only at a run's first digit: this line once took it 4 s)
+    many = b"[" + b",".join([b"7" * 3999] * 300) + b"]"
+    ev = run(many)
+    assert ev[0]["parsed"] == [int("7" * 3999)] * 300
+    ev = run(many[:-1] + b",1" + b"0" * 4000 + b"]")
+    assert ev[0]["error"]["message"] == f"number out of range at column {len(many) + 1}"
     for word in (b"NaN", b"Infinity", b"-Infinity", b"1e999999", b"-1e400"):
         ev = run(word + b"\n")
         assert [(e["subtype"], e["text"]) for e in ev] == [("non_json", word.decode())]

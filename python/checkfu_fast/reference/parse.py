@@ -117,7 +117,8 @@ _DIGITS = b"0123456789"
 # Integers longer than this are rejected ("number out of range"): CPython refuses to build
 # ints of more than 4300 digits, and a token count or id never needs more.
 MAX_INT_DIGITS = 4000
-_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+# a run is only tried from its first digit (the lookbehind), so the search is linear
+_LONG_DIGITS = re.compile(rb"(?<![0-9])[0-9]{%d}" % (MAX_INT_DIGITS + 1))
 
 
 class _Parser:
