@@ -101,9 +101,31 @@ pub fn content_events<'v>(
                 b.is_true_at("is_error"),
                 content_text(b.get("content")),
             )),
+            Some(t) if t.ends_with("_tool_result") => out.push(server_tool_result(b)),
             _ => {}
         }
     }
+}
+
+/// A server tool's result block (`web_search_tool_result`, `web_fetch_tool_result`,
+/// `code_execution_tool_result`, ...): an error object, or the results' urls, or text.
+fn server_tool_result<'v>(b: &'v Value<'v>) -> Event<'v> {
+    let c = b.get("content");
+    let id = b.get("tool_use_id");
+    if let Some(err) = c.filter(|c| c.str_at("type").is_some_and(|t| t.ends_with("_error"))) {
+        let code = err.str_at("error_code").unwrap_or("");
+        return tool_result(Cow::Borrowed("unknown"), id, true, Cow::Borrowed(code));
+    }
+    let urls: Vec<&str> = match c {
+        Some(Value::Array(items)) => items.iter().filter_map(|r| r.str_at("url")).collect(),
+        _ => Vec::new(),
+    };
+    let text = if urls.is_empty() {
+        content_text(c)
+    } else {
+        Cow::Owned(urls.join("\n"))
+    };
+    tool_result(Cow::Borrowed("unknown"), id, false, text)
 }
 
 fn claude_usage<'v>(

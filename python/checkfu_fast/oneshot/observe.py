@@ -226,7 +226,7 @@ def _tool_result(event: dict[str, Any]) -> Any:
         for block in _dict(parsed.get("message")).get("content") or []:
             if (
                 isinstance(block, dict)
-                and block.get("type") == "tool_result"
+                and str(block.get("type")).endswith("tool_result")  # also server tools
                 and block.get("tool_use_id") == tool.get("id")
             ):
                 return block.get("content")

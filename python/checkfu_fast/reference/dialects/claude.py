@@ -104,7 +104,27 @@ def content_events(content: Any, role: str) -> list[Event]:
                     content_text(b.get("content")),
                 )
             )
+        elif isinstance(bt, str) and bt.endswith("_tool_result"):
+            out.append(_server_tool_result(b))
     return out
+
+
+def _server_tool_result(b: dict[str, Any]) -> Event:
+    """A server tool's result block (``web_search_tool_result``, ``web_fetch_tool_result``,
+    ``code_execution_tool_result``, ...): an error object, or the results' urls, or text."""
+    c = b.get("content")
+    if isinstance(c, dict) and isinstance(c.get("type"), str) and c["type"].endswith("_error"):
+        code = c.get("error_code")
+        return tool_result(
+            "unknown", b.get("tool_use_id"), True, code if isinstance(code, str) else ""
+        )
+    urls = (
+        [r["url"] for r in c if isinstance(r, dict) and isinstance(r.get("url"), str)]
+        if isinstance(c, list)
+        else []
+    )
+    text = "\n".join(urls) if urls else content_text(c)
+    return tool_result("unknown", b.get("tool_use_id"), False, text)
 
 
 def claude_usage(scope: str, model: Any, u: Any, cost: Any = None) -> Event:
