@@ -152,18 +152,22 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 _ => out.push(status("progress", Some(Cow::Borrowed("mcp_tool_call")))),
             }
         }
+        // The query is known only on completion (started carries "" or nothing, and older
+        // builds print no started item): the call and its result both come from completed.
         Some("web_search") => match phase {
-            "started" => out.push(tool_call(
-                Cow::Borrowed("web_search"),
-                item.get("query"),
-                iid,
-            )),
-            "completed" => out.push(tool_result(
-                Cow::Borrowed("web_search"),
-                iid,
-                false,
-                text_or_empty(item, "query"),
-            )),
+            "completed" => {
+                out.push(tool_call(
+                    Cow::Borrowed("web_search"),
+                    item.get("query"),
+                    iid,
+                ));
+                out.push(tool_result(
+                    Cow::Borrowed("web_search"),
+                    iid,
+                    false,
+                    text_or_empty(item, "query"),
+                ));
+            }
             _ => out.push(status("progress", Some(Cow::Borrowed("web_search")))),
         },
         Some("file_change") => {

@@ -121,10 +121,13 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
             return [tool_result(name, iid, failed, text)]
         return [status("progress", "mcp_tool_call")]
     if it == "web_search":
-        if phase == "started":
-            return [tool_call("web_search", item.get("query"), iid)]
+        # the query is known only on completion (started carries "" or nothing, and older
+        # builds print no started item): the call and its result both come from completed
         if phase == "completed":
-            return [tool_result("web_search", iid, False, text_of(item.get("query")) or "")]
+            return [
+                tool_call("web_search", item.get("query"), iid),
+                tool_result("web_search", iid, False, text_of(item.get("query")) or ""),
+            ]
         return [status("progress", "web_search")]
     if it == "file_change":
         changes = _changes_text(item.get("changes"))
