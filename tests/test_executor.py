@@ -274,16 +274,16 @@ import sys
 from checkfu_fast.oneshot.executor import minimal_environment, private_staging_dir, run_process
 env = minimal_environment({{"PIDFILE": {pidfile!r}}})
 with private_staging_dir() as d:
-    run_process(sys.executable, [{stub!r}, {mode!r}], stdin=None, staging_dir=d, env=env)
+    run_process(sys.executable, [{stub!r}, {mode!r}], stdin=None, staging_dir=d, env=env,
+                parent_death_signal={guard!r})
 """
 
 
 def test_s11_parent_death_breaks_the_childs_pipes(pidfile):
-    """Documented limit: no PDEATHSIG. What holds: a harness that writes stdout dies of the
-    broken pipe soon after its runner is SIGKILLed."""
-    runner = subprocess.Popen(
-        [sys.executable, "-c", RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="ticker")]
-    )
+    """Without the parent-death signal (no setpriv): a harness that writes stdout still dies
+    of the broken pipe soon after its runner is SIGKILLed."""
+    script = RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="ticker", guard=False)
+    runner = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 10
         while not pids(pidfile) and time.monotonic() < deadline:
@@ -296,15 +296,11 @@ def test_s11_parent_death_breaks_the_childs_pipes(pidfile):
     assert wait_gone(child, within=5.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="documented limit (executor docstring, S11): no PR_SET_PDEATHSIG without "
-    "preexec_fn; a child that neither writes nor reads outlives a SIGKILLed runner",
-)
-def test_s11_silent_child_outlives_a_killed_parent(pidfile):
-    runner = subprocess.Popen(
-        [sys.executable, "-c", RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="silent")]
-    )
+def test_s11_silent_child_is_killed_with_its_parent(pidfile):
+    """PR_SET_PDEATHSIG (through setpriv): a harness that neither writes nor reads dies with a
+    SIGKILLed runner instead of running on (and billing) as an orphan."""
+    script = RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="silent", guard=True)
+    runner = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 10
         while not pids(pidfile) and time.monotonic() < deadline:
@@ -464,6 +460,21 @@ def test_s15_entrypoint_checked_up_front(staging, entrypoint, kind):
     r = run_process(entrypoint, [], stdin=None, staging_dir=staging)
     assert (r.spawn_error, r.exit_code, r.stdout) == (kind, None, b"")
     assert r.spawn_error_message
+
+
+def test_s15_missing_script_interpreter_is_a_spawn_error(staging, tmp_path):
+    f = tmp_path / "harness"
+    f.write_text("#!/no/such/interpreter\n")
+    f.chmod(0o755)
+    for guard in (True, False):  # through setpriv or not, the same result
+        r = run_process(str(f), [], stdin=None, staging_dir=staging, parent_death_signal=guard)
+        assert (r.spawn_error, r.exit_code, r.stdout, r.stderr_tail) == (
+            "not_found",
+            None,
+            b"",
+            b"",
+        )
+        assert str(f) in (r.spawn_error_message or "")
 
 
 def test_s15_non_executable_file(staging, tmp_path):

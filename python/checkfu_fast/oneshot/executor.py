@@ -41,11 +41,16 @@ section 3.2):
 - S9 every child is reaped and every fd closed, also on errors.
 - S10 any exception while waiting (``KeyboardInterrupt`` included) SIGKILLs the group and
   reaps the leader before it propagates; the loop wakes at least every 50 ms.
-- S11 limit: if *this* process is SIGKILLed, the child is not killed: ``PR_SET_PDEATHSIG``
-  would need ``preexec_fn`` (unsafe with threads) and would not reach grandchildren anyway.
-  What does happen is that our pipe ends close, so a harness that writes stdout/stderr dies
-  of SIGPIPE/EPIPE on its next write and one reading stdin sees EOF; a silent, idle child
-  lives on. Run under a supervisor that owns a cgroup when that matters.
+- S11 if *this* process dies (SIGKILL, OOM), the harness gets SIGKILL from the kernel: it is
+  started through util-linux ``setpriv --pdeathsig KILL`` (``PR_SET_PDEATHSIG`` set in the
+  child before it execs the entrypoint: same pid, argv and environment; no ``preexec_fn``).
+  The signal is tied to the thread that forked, which is the thread blocked in
+  ``run_process`` for the whole run, so it cannot fire early. Limits: it reaches the harness,
+  not its descendants (those die of SIGPIPE/EPIPE on their next write to our closed pipes, or
+  see EOF on stdin; a silent idle grandchild lives on), and without ``setpriv`` (not Linux,
+  or ``parent_death_signal=False``) only the pipe effect holds. Run under a supervisor that
+  owns a cgroup when that matters. An entrypoint that ``setpriv`` cannot execute (a missing
+  script interpreter) is reported as a ``spawn_error``, as without it.
 - S16/S17 stdout is returned byte for byte through pipes (never a pty): CRLF, binary junk and
   a half-written last line are preserved for the normalizer; stderr is kept apart.
 """
@@ -72,6 +77,8 @@ SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_CHUNK = 1 << 16
 TICK_S = 0.05
 _WAIT_PEEK = os.WEXITED | os.WNOHANG | os.WNOWAIT
+SETPRIV = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
+_SETPRIV_FAILED = b"setpriv: failed to execute "
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,11 @@ def run_process(
     sigint_grace_s: float = 2.0,
     sigterm_grace_s: float = 2.0,
     drain_s: float = 2.0,
+    parent_death_signal: bool = True,
 ) -> ProcessResult:
     """Run ``entrypoint argv...`` once and return what happened (see the module docstring).
+
+    ``parent_death_signal``: SIGKILL the harness if this process dies (S11; needs ``setpriv``).
 
     Raises ``ValueError`` for an argument that cannot be passed (NUL, over 128 KiB, or the whole
     command line over ``ARG_MAX``) and ``StagingError`` for an unsafe staged file; in both
@@ -256,11 +266,13 @@ def run_process(
     child_env = dict(env) if env is not None else minimal_environment(home=staging_dir)
     staged = _stage(staging_dir, staged_files)
     try:
+        guard = [SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death_signal and SETPRIV else []
         return _Run(
-            [entrypoint, *args],
+            [*guard, entrypoint, *args],
             stdin,
             output_cap=output_cap,
             tail_bytes=stderr_tail_bytes,
+            guarded=bool(guard),
         ).run(
             cwd or staging_dir,
             child_env,
@@ -277,9 +289,16 @@ class _Run:
     """One child: a selectors loop over raw pipe fds, the kill ladder, reaping."""
 
     def __init__(
-        self, cmd: list[str], stdin: bytes | None, *, output_cap: int, tail_bytes: int
+        self,
+        cmd: list[str],
+        stdin: bytes | None,
+        *,
+        output_cap: int,
+        tail_bytes: int,
+        guarded: bool = False,
     ) -> None:
         self.cmd = cmd
+        self.guarded = guarded  # cmd starts with setpriv: its exec failure is a spawn error
         self.stdin = stdin
         self.output_cap = max(output_cap, 0)
         self.tail_bytes = max(tail_bytes, 0)
@@ -319,18 +338,18 @@ class _Run:
             )
         except FileNotFoundError as exc:  # e.g. a missing cwd or script interpreter
             where = f": {exc.filename}" if exc.filename else ""
-            return _not_run("not_found", f"cannot start {self.cmd[0]}: {exc.strerror}{where}")
+            return _not_run("not_found", f"cannot start {self.target}: {exc.strerror}{where}")
         except OSError as exc:
             if exc.errno == errno.E2BIG:
                 raise ValueError(
                     "the arguments and environment together exceed the system limit (ARG_MAX); "
                     "pass long text via stdin or a staged file"
                 ) from None
-            return _not_run("not_executable", f"cannot start {self.cmd[0]}: {exc.strerror}")
+            return _not_run("not_executable", f"cannot start {self.target}: {exc.strerror}")
         try:
             self.proc = proc
             self.group = _Group(proc.pid)
-            return self._supervise(started, started + deadline_s, graces)
+            return self._exec_failure(self._supervise(started, started + deadline_s, graces))
         except BaseException:
             # KeyboardInterrupt, a cancelled caller, a bug: never leave the group running
             if self.group is not None and self.group.pgid is not None:
@@ -349,6 +368,21 @@ class _Run:
                 if fobj is not None:
                     with contextlib.suppress(OSError):
                         fobj.close()
+
+    @property
+    def target(self) -> str:
+        return self.cmd[4] if self.guarded else self.cmd[0]
+
+    def _exec_failure(self, r: ProcessResult) -> ProcessResult:
+        """``setpriv`` could not execute the entrypoint (exit 127, its message first on stderr,
+        nothing on stdout): the same spawn error Popen would have given without it."""
+        if not (self.guarded and r.exit_code == 127 and not r.stdout):
+            return r
+        if not r.stderr_tail.startswith(_SETPRIV_FAILED):
+            return r
+        reason = r.stderr_tail.split(b": ")[-1].strip().decode("utf-8", "replace")
+        kind = "not_found" if reason == os.strerror(errno.ENOENT) else "not_executable"
+        return _not_run(kind, f"cannot start {self.target}: {reason}")
 
     def _take_pipes(self) -> None:
         """Own the raw fds (the Popen file objects are closed) and register them."""
