@@ -610,9 +610,9 @@ def test_codex_file_changes_and_tool_classes():
         "tool_use",
         {
             "tool_use_id": "item_1",
-            "tool": "harness:shell",
-            "args": "bash -lc ls",
-            "provider_tool_name": "shell",
+            "tool": "harness:command_execution",  # the item type, not events/v1's "shell"
+            "args": {"command": "bash -lc ls"},
+            "provider_tool_name": "command_execution",
         },
     )
     assert kinds[1] == ("tool_result", {"tool_use_id": "item_1", "result": "a\n"})
@@ -744,3 +744,39 @@ def test_codex_item_id_is_the_event_id_but_not_a_model_call():
         h("evt_", "item_1"),
     ]
     assert obs[-1]["payload"]["turn"]["model_calls"] == 0
+
+
+def test_an_error_result_line_still_gives_its_text_as_last_response():
+    """Spec section 4.3: "the stream's final result text when it reports one", also when the
+    result line reports an error (the answer is the error text, not the last agent message)."""
+    stdout = jsonl(
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Working on it."}],
+            },
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "result": "5-hour limit reached ∙ resets 3pm",
+        },
+    )
+    obs, state = run(stdout)
+    assert obs[-1]["type"] == "observation.retryable_failure"
+    assert state["last_response"] == "5-hour limit reached ∙ resets 3pm"
+    no_text = jsonl(  # an error result without a result string: the last agent message
+        {
+            "type": "assistant",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Working on it."}],
+            },
+        },
+        {"type": "result", "subtype": "error_during_execution", "is_error": True},
+    )
+    assert run(no_text)[1]["last_response"] == "Working on it."

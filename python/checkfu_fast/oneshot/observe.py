@@ -200,6 +200,19 @@ def _native_kind(event: dict[str, Any]) -> str | None:
     return None
 
 
+def _provider_call(event: dict[str, Any], tool: dict[str, Any]) -> tuple[str, Any]:
+    """The tool name and arguments as the harness reports them. The events/v1 vocabulary calls
+    a codex ``command_execution`` item tool ``shell`` with the command string as arguments;
+    the harness's own name for it is the item type, and its arguments the item's command."""
+    name = tool.get("name") if isinstance(tool.get("name"), str) else ""
+    args = tool.get("arguments")
+    if event.get("dialect") == "codex":
+        item = _dict(_dict(event.get("parsed")).get("item"))
+        if item.get("type") == "command_execution":
+            return "command_execution", {"command": item.get("command")}
+    return name or "unknown", args
+
+
 def _codex_item_id(e: dict[str, Any]) -> str | None:
     """A codex item's own id: the native id of an agent_message / reasoning item (not a model
     call: one model call makes several items, so it is not counted in ``model_calls``)."""
@@ -399,15 +412,14 @@ class _Stream:
                 self.last_main_message = payload["content"]
         elif kind == "tool_call" and subtype == "tool_use":
             tool = _dict(e.get("tool"))
-            name = tool.get("name") if isinstance(tool.get("name"), str) else ""
-            name = name or "unknown"
+            name, args = _provider_call(e, tool)
             self.turn.tool(name, _native_kind(e))
             if isinstance(tool.get("id"), str) and isinstance(tool.get("arguments"), dict):
                 self.tool_inputs[tool["id"]] = tool["arguments"]
             payload = {
                 "tool_use_id": self.tool_id(tool, e, n),
                 "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
-                "args": tool.get("arguments"),
+                "args": args,
                 "provider_tool_name": cut(name, MAX_NAME),
             }
             payload.update(sub)
@@ -445,6 +457,8 @@ class _Stream:
                 self.result_text = self.final_text(parsed)
         elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
             self.final = e
+            if parsed.get("type") == "result":  # an error result line still reports its text
+                self.result_text = self.final_text(parsed)
 
     def tool_id(self, tool: dict[str, Any], e: dict[str, Any], n: int) -> str:
         native = tool.get("id")
