@@ -1,6 +1,9 @@
 //! Shared helpers for the fuzz targets: turning libFuzzer's raw input into a slice, and the
 //! invariants every target checks (a panic anywhere aborts, which libFuzzer reports as a crash).
 
+pub mod dialect;
+pub mod tree;
+
 use _native::budget::Budget;
 use _native::dialect::{AnyDialect, DIALECTS};
 use _native::normalize::{map_line, prepare, Engine};
@@ -75,4 +78,46 @@ pub fn small_budget(seed: u8) -> Budget {
         max_depth: 1 + usize::from(seed % 16),
         max_nodes: 1 + usize::from(seed) * 4,
     }
+}
+
+/// One libFuzzer binary for dialect `$name`: [`dialect::check`] as the target and
+/// [`dialect::mutate`] as the custom mutator (with `LLVMFuzzerMutate` as its byte mutation).
+#[macro_export]
+macro_rules! dialect_target {
+    ($name:literal) => {
+        extern "C" {
+            fn LLVMFuzzerMutate(data: *mut u8, size: usize, max_size: usize) -> usize;
+        }
+
+        #[no_mangle]
+        pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
+            // SAFETY: called by libFuzzer with a valid buffer.
+            let data = unsafe { $crate::input(data, size) };
+            $crate::dialect::check($name, data);
+            0
+        }
+
+        #[no_mangle]
+        pub extern "C" fn LLVMFuzzerCustomMutator(
+            data: *mut u8,
+            size: usize,
+            max_size: usize,
+            seed: u32,
+        ) -> usize {
+            // SAFETY: libFuzzer passes a buffer of `max_size` writable bytes holding `size`.
+            let input = unsafe { $crate::input(data, size) }.to_vec();
+            let mut raw = |buf: &mut Vec<u8>, max: usize| {
+                let len = buf.len();
+                buf.resize(max.max(len).max(1), 0);
+                // SAFETY: `buf` holds `buf.len()` bytes, the first `len` of them the input.
+                let n = unsafe { LLVMFuzzerMutate(buf.as_mut_ptr(), len, buf.len()) };
+                buf.truncate(n);
+            };
+            let out = $crate::dialect::mutate($name, &input, max_size, seed, &mut raw);
+            let n = out.len().min(max_size);
+            // SAFETY: `n <= max_size`, the capacity libFuzzer gave us.
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), data, n) };
+            n
+        }
+    };
 }

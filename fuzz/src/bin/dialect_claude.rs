@@ -1,0 +1,5 @@
+//! Per-dialect target: a JSONL stream normalized as `claude` (structure-aware mutation of its
+//! real lines). See `checkfu_fast_fuzz::dialect`.
+#![no_main]
+
+checkfu_fast_fuzz::dialect_target!("claude");
