@@ -49,8 +49,9 @@ bench: install ## native vs reference vs orjson baseline, side by side (pytest-b
 	$(PY) -m pytest benches --benchmark-enable --benchmark-group-by=group -q
 
 .PHONY: fuzz
-fuzz: ## libFuzzer smoke run, 60 s per target (FUZZ_SECONDS=N to change; needs libfuzzer-14-dev)
-	fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+fuzz: ## fuzz smoke run: 60 s per core target and the differential, 30 s per dialect (FUZZ_SECONDS, FUZZ_DIALECT_SECONDS; needs libfuzzer-14-dev)
+	$(PIP) install -q --disable-pip-version-check -r fuzz/requirements.txt
+	PY=$(PY) fuzz/run.sh $(or $(FUZZ_SECONDS),60) $(or $(FUZZ_DIALECT_SECONDS),30)
 
 .PHONY: golden
 golden: ## regenerate expected golden files from the reference (review the diff!)

@@ -1,53 +1,109 @@
 #!/usr/bin/env bash
-# Build the libFuzzer targets with stable rustc (sancov instrumentation, debug assertions,
-# overflow checks) linked against Debian's libFuzzer, then fuzz each for SECONDS seconds.
-#   fuzz/run.sh [SECONDS]      (default 60; needs libfuzzer-14-dev)
-# Seeds: fuzz/regressions/ (kept crashers, replayed first), the golden inputs' lines and
-# JSONTestSuite from ../shared. Prints one summary line per target; exits non-zero on a crash.
+# Coverage-guided fuzzing, one target after another (one core):
+#   fuzz/run.sh [SECONDS] [DIALECT_SECONDS]     (defaults 60 and 30)
+# - pipeline, parse, mapping (SECONDS each): libFuzzer targets built with stable rustc (sancov
+#   instrumentation, debug assertions, overflow checks) linked against Debian's libFuzzer
+#   (needs libfuzzer-14-dev);
+# - dialect_<name> for each of the nine dialects (DIALECT_SECONDS each): that dialect only,
+#   structure-aware mutation of its real lines, seeded from vectors/events/<name>/ and
+#   ../shared/corpus/real/<name>/;
+# - differential (SECONDS): atheris, native vs the Python reference (fuzz/requirements.txt).
+# Kept crashers in fuzz/regressions/ are replayed by every target first. Prints one line per
+# target and a total; exits non-zero on any crash (the inputs are copied to fuzz/found/).
+# Environment: FUZZ_TARGETS="dialect_codex differential ..." runs a subset; FUZZ_CORPUS=DIR
+# keeps each target's corpus in DIR/<target> (a campaign grows it) instead of a temp dir;
+# PY is the Python that has checkfu_fast installed (default python3).
 set -euo pipefail
 cd "$(dirname "$0")"
 SECONDS_PER_TARGET="${1:-60}"
+DIALECT_SECONDS="${2:-30}"
+PY="${PY:-python3}"
+DIALECT_NAMES="claude cursor codex opencode pi grok north canary solweb"
+ALL="pipeline parse mapping"
+for d in $DIALECT_NAMES; do ALL="$ALL dialect_$d"; done
+ALL="$ALL differential"
+TARGETS="${FUZZ_TARGETS:-$ALL}"
 LIBFUZZER=/usr/lib/llvm-14/lib/libFuzzer.a
 [ -f "$LIBFUZZER" ] || { echo "fuzz: $LIBFUZZER missing (apt-get install libfuzzer-14-dev)"; exit 1; }
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares"
-# libFuzzer is linked into the fuzz binaries only (the core's cdylib must not link it)
-for target in pipeline parse mapping; do
+# libFuzzer is linked into the fuzz binaries only (the core's cdylib must not link it); the
+# nine dialect binaries share the instrumented library, so each costs one link (~0.3 s)
+for target in $TARGETS; do
+  [ "$target" = differential ] && continue
   cargo rustc --release --quiet --target-dir target --bin "$target" -- \
     -Clink-arg="$LIBFUZZER" -Clink-arg=-lstdc++
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# seeds: one file per golden line, whole golden files, JSONTestSuite, the shipped mappings
+split_lines() { # split_lines DIR PREFIX FILE... : one seed file per line
+  local dir=$1 prefix=$2 i=0 line
+  shift 2
+  mkdir -p "$dir"
+  while IFS= read -r line; do
+    i=$((i + 1)); printf '%s\n' "$line" > "$dir/$prefix-$i"
+  done < <(cat "$@")
+}
 seeds="$work/seeds"
-mkdir -p "$seeds"
-i=0
-while IFS= read -r line; do
-  i=$((i + 1)); printf '%s\n' "$line" > "$seeds/golden-$i"
-done < <(cat ../vectors/events/*/*.input.jsonl)
+split_lines "$seeds" golden ../vectors/events/*/*.input.jsonl
 if [ -d ../../shared/third_party/JSONTestSuite/test_parsing ]; then
   cp ../../shared/third_party/JSONTestSuite/test_parsing/*.json "$seeds/"
 fi
 cp ../python/checkfu_fast/mappings/*.json "$seeds/"
-status=0
-for target in pipeline parse mapping; do
-  bin="target/release/$target"
-  corpus="$work/corpus-$target"
+status=0 total_s=0 total_runs=0 crashes=0
+regressions=$(find regressions -type f ! -name README.md | sort)
+for target in $TARGETS; do
+  case "$target" in
+    dialect_*)
+      name=${target#dialect_}
+      tseeds="$work/seeds-$name"
+      split_lines "$tseeds" golden ../vectors/events/"$name"/*.input.jsonl
+      cp ../vectors/events/"$name"/*.input.jsonl "$tseeds/"
+      if ls ../../shared/corpus/real/"$name"/*.jsonl >/dev/null 2>&1; then
+        split_lines "$tseeds" real ../../shared/corpus/real/"$name"/*.jsonl
+      fi
+      secs=$DIALECT_SECONDS max_len=16384 timeout=5
+      run=(target/release/"$target");;
+    differential)
+      if ! "$PY" -c "import atheris" 2>/dev/null; then
+        echo "fuzz differential: atheris missing ($PY -m pip install -r fuzz/requirements.txt)"
+        status=1; continue
+      fi
+      tseeds="$work/seeds-differential"
+      "$PY" differential.py --make-seeds "$tseeds" >/dev/null 2>&1
+      secs=$SECONDS_PER_TARGET max_len=16384 timeout=10
+      run=("$PY" differential.py);;
+    *)
+      tseeds=$seeds secs=$SECONDS_PER_TARGET max_len=65536 timeout=5
+      run=(target/release/"$target");;
+  esac
+  if [ -n "${FUZZ_CORPUS:-}" ]; then corpus="$FUZZ_CORPUS/$target"; else corpus="$work/corpus-$target"; fi
   mkdir -p "$corpus"
   # replay kept crashers first: each must now run clean
-  if ls regressions/* >/dev/null 2>&1; then
-    "$bin" -runs=0 regressions/* >/dev/null 2>&1 || { echo "fuzz $target: a regression file crashes"; status=1; }
+  if [ -n "$regressions" ]; then
+    # shellcheck disable=SC2086
+    "${run[@]}" -runs=0 $regressions >"$work/replay-$target.log" 2>&1 \
+      || { echo "fuzz $target: a regression file crashes"; tail -20 "$work/replay-$target.log"; status=1; }
   fi
   log="$work/$target.log"
-  if "$bin" -max_total_time="$SECONDS_PER_TARGET" -max_len=65536 -timeout=5 -rss_limit_mb=2048 \
-      -artifact_prefix="$work/crash-$target-" -print_final_stats=1 "$corpus" "$seeds" >"$log" 2>&1; then
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
-    echo "fuzz $target: ${SECONDS_PER_TARGET}s, $runs execs, $cov, 0 crashes"
+  if "${run[@]}" -max_total_time="$secs" -max_len="$max_len" -timeout="$timeout" -rss_limit_mb=2048 \
+      -artifact_prefix="$work/crash-$target-" -print_final_stats=1 "$corpus" "$tseeds" >"$log" 2>&1; then
+    result="0 crashes"
   else
-    echo "fuzz $target: CRASH"; tail -40 "$log"
+    result="CRASH"; crashes=$((crashes + 1)); status=1
+  fi
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+  units=$(find "$corpus" -type f | wc -l)
+  echo "fuzz $target: ${secs}s, $runs execs ($rate/s), $cov, corpus $units, $result"
+  total_s=$((total_s + secs)); total_runs=$((total_runs + ${runs:-0}))
+  if [ "$result" = CRASH ]; then
+    grep -v '^"' "$log" | tail -40
     mkdir -p found && cp "$work"/crash-"$target"-* found/ 2>/dev/null || true
-    status=1
   fi
 done
+echo "fuzz total: $(echo "$TARGETS" | wc -w) targets, $((total_s / 60)) CPU-min $((total_s % 60)) s, $total_runs execs, $crashes crashing targets"
 exit $status
