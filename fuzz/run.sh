@@ -53,7 +53,7 @@ if [ -d ../../shared/third_party/JSONTestSuite/test_parsing ]; then
 fi
 cp ../python/checkfu_fast/mappings/*.json "$seeds/"
 status=0 total_s=0 total_runs=0 crashes=0
-regressions=$(find regressions -type f ! -name README.md | sort)
+regressions=$(find regressions -maxdepth 1 -type f ! -name README.md | sort)  # not pending/
 for target in $TARGETS; do
   case "$target" in
     dialect_*)
