@@ -663,6 +663,79 @@ def test_corpus_observations_are_valid_and_identical_across_paths(path):
     assert obs[-1]["type"] in endings and not any(o["type"] in endings for o in obs[:-1])
 
 
+# Endings of the real transcripts that do not simply finish, reviewed against each file's
+# content (its source note says what the run was); every other corpus file ends `finished`.
+CORPUS_ENDINGS = {
+    "claude/hivemind-719-weekly-limit.jsonl": (
+        "retryable_failure",
+        "model.platform_capacity_reached",
+    ),
+    "claude/hivemind-789-api-error-404-model.jsonl": ("failed", "runtime.harness_failed"),
+    "claude/single-result-error-max-turns.jsonl": ("finished", "max_turn_requests"),
+    "codex/new-hivemind-715-auth401-retries.jsonl": ("failed", "runtime.harness_failed"),
+    "codex/new-hivemind-719-usage-limit.jsonl": (
+        "retryable_failure",
+        "model.platform_capacity_reached",
+    ),
+    "codex/old-vibekanban-config-prompt-error.jsonl": ("failed", "runtime.harness_failed"),
+    "opencode/issue47972-unknown-error.jsonl": ("failed", "runtime.harness_failed"),
+    "opencode/takopi-run-json-edited.jsonl": (
+        "retryable_failure",
+        "model.platform_supply_unavailable",
+    ),
+    # pi: the assistant message_end stops with "error"; turn_end/agent_end only repeat it
+    "pi/causeflow-anthropic-out-of-usage.jsonl": (
+        "retryable_failure",
+        "model.platform_capacity_reached",
+    ),
+    "pi/causeflow-openai-codex-usage-limit.jsonl": (
+        "retryable_failure",
+        "model.platform_capacity_reached",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_endings(path):
+    ending = run(path.read_bytes())[0][-1]
+    kind, detail = CORPUS_ENDINGS.get(f"{path.parent.name}/{path.name}", ("finished", "end_turn"))
+    assert ending["type"] == f"observation.{kind}"
+    payload = ending["payload"]
+    assert (payload["stop_reason"] if kind == "finished" else payload["error"]["type"]) == detail
+
+
+def test_pi_error_then_successful_auto_retry_finishes():
+    def end(stop, text, **extra):
+        m = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": stop}
+        return {"type": "message_end", "message": {**m, **extra}}
+
+    failed = end("error", "", errorMessage="503 upstream overloaded")
+    ok = end("stop", "Fixed.")
+    stdout = jsonl(
+        {"type": "session", "version": 3, "id": "s1"},
+        failed,
+        {"type": "auto_retry_start", "attempt": 1, "errorMessage": "503 upstream overloaded"},
+        ok,
+        {"type": "auto_retry_end", "success": True, "attempt": 1},
+        {"type": "turn_end", "message": ok["message"]},
+        {"type": "agent_end", "messages": [failed["message"], ok["message"]]},
+    )
+    for impl in ("native", "reference"):
+        obs, state = run(stdout, impl)
+        assert obs[-1] == {"type": "observation.finished", "payload": {"stop_reason": "end_turn"}}
+        assert state["last_response"] == "Fixed."
+    # without the retry, the same error is the ending although turn_end/agent_end follow
+    stdout = jsonl(
+        failed,
+        {"type": "turn_end", "message": failed["message"]},
+        {"type": "agent_end", "messages": [failed["message"]]},
+    )
+    assert run(stdout)[0][-1]["payload"]["error"] == {
+        "type": "model.platform_supply_unavailable",
+        "message": "503 upstream overloaded",
+    }
+
+
 _LINES = st.sampled_from(
     [
         b'{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hi"}]}}',

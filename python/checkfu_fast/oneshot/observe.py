@@ -213,6 +213,22 @@ def _provider_call(event: dict[str, Any], tool: dict[str, Any]) -> tuple[str, An
     return name or "unknown", args
 
 
+def _pi_ended_in_error(e: dict[str, Any]) -> bool:
+    """pi's ``turn_end`` / ``agent_end`` repeat the turn's last assistant message; when that
+    message stopped with ``error`` or ``aborted`` they are not a successful outcome (its
+    ``message_end`` gave the error event). After a successful auto-retry they are."""
+    if e.get("dialect") != "pi":
+        return False
+    parsed = _dict(e.get("parsed"))
+    messages = parsed.get("messages")
+    candidates = messages if isinstance(messages, list) else [parsed.get("message")]
+    for m in reversed(candidates):
+        m = _dict(m)
+        if m.get("role") == "assistant":
+            return m.get("stopReason") in ("error", "aborted")
+    return False
+
+
 def _codex_item_id(e: dict[str, Any]) -> str | None:
     """A codex item's own id: the native id of an agent_message / reasoning item (not a model
     call: one model call makes several items, so it is not counted in ``model_calls``)."""
@@ -381,6 +397,8 @@ class _Stream:
         found = _str(_dict(parsed.get("message")).get("id"))
         if found is None and e.get("dialect") == "cursor":
             found = _str(parsed.get("model_call_id"))
+        if found is None and e.get("dialect") == "opencode":
+            found = _str(_dict(parsed.get("part")).get("messageID"))
         return found
 
     def event(self, e: dict[str, Any], n: int) -> None:
@@ -452,6 +470,8 @@ class _Stream:
         elif kind == "usage":
             self.usage(e)
         if kind == "status" and subtype in ("result", "turn_completed"):
+            if _pi_ended_in_error(e):
+                return  # repeats a message whose error event came before: that one stands
             self.final = e
             if subtype == "result":
                 self.result_text = self.final_text(parsed)
