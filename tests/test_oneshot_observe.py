@@ -853,3 +853,80 @@ def test_an_error_result_line_still_gives_its_text_as_last_response():
         {"type": "result", "subtype": "error_during_execution", "is_error": True},
     )
     assert run(no_text)[1]["last_response"] == "Working on it."
+
+
+def cursor_text(text, **extra):
+    m = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return {"type": "assistant", "message": m, "session_id": "s", **extra}
+
+
+def test_cursor_partial_output_chunks_are_not_repeated_and_thinking_is_one_observation():
+    stdout = jsonl(
+        {"type": "thinking", "subtype": "delta", "text": "Read the", "timestamp_ms": 1},
+        {"type": "thinking", "subtype": "delta", "text": " config.", "timestamp_ms": 2},
+        {"type": "thinking", "subtype": "completed", "timestamp_ms": 3},
+        # chunks (timestamp_ms), one of them twice (with and without model_call_id) ...
+        cursor_text("I'll", timestamp_ms=4),
+        cursor_text("I'll", model_call_id="mc_1", timestamp_ms=5),
+        cursor_text(" check.", model_call_id="mc_1", timestamp_ms=6),
+        # ... then the whole segment (no timestamp_ms)
+        cursor_text("I'll check.", model_call_id="mc_1"),
+        {"type": "result", "subtype": "success", "is_error": False, "result": "I'll check."},
+    )
+    message = {"content": "I'll check.", "event_id": h("evt_", "mc_1")}
+    for impl in ("native", "reference"):
+        obs, _ = run(stdout, impl)
+        assert [(o["type"], o["payload"]) for o in obs[1:-1]] == [
+            ("observation.agent_thinking", {"content": "Read the config."}),
+            ("observation.agent_message", message),
+        ]
+        assert obs[-1]["payload"] == {"stop_reason": "end_turn"}
+    # without a whole-segment line every text line is a message of its own
+    only_lines = jsonl(cursor_text("One.", timestamp_ms=1), cursor_text("Two.", timestamp_ms=2))
+    texts = [o["payload"]["content"] for o in run(only_lines)[0][1:-1]]
+    assert texts == ["One.", "Two."]
+
+
+def test_a_result_the_stream_does_not_give_is_omitted_not_null():
+    stdout = jsonl(
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+        },
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": None}]},
+        },
+    )
+    results = [o["payload"] for o in run(stdout)[0][1:-1]]
+    assert results == [{"tool_use_id": "t1"}, {"tool_use_id": "t2", "result": None}]
+
+
+def test_codex_mcp_result_is_its_content_blocks_and_web_search_has_no_result():
+    blocks = [{"type": "text", "text": "#42 Panic"}]
+    mcp = {"id": "i1", "type": "mcp_tool_call", "server": "gh", "tool": "get_issue"}
+    search = {"id": "i2", "type": "web_search", "query": "acme panic"}
+    stdout = jsonl(
+        {"type": "item.started", "item": {**mcp, "arguments": {"n": 42}, "status": "in_progress"}},
+        {
+            "type": "item.completed",
+            "item": {**mcp, "result": {"content": blocks, "structured_content": None}},
+        },
+        {"type": "item.completed", "item": {**mcp, "id": "i3", "error": {"message": "boom"}}},
+        {"type": "item.completed", "item": search},
+    )
+    payloads = [(o["type"], o["payload"]) for o in run(stdout)[0][1:-1]]
+    assert payloads[1] == ("observation.tool_result", {"tool_use_id": "i1", "result": blocks})
+    assert "result" not in payloads[2][1]  # failed call: no result content, only its error
+    assert payloads[-2:] == [
+        (
+            "observation.tool_use",
+            {
+                "tool_use_id": "i2",
+                "tool": "harness:web_search",
+                "args": {"query": "acme panic"},
+                "provider_tool_name": "web_search",
+            },
+        ),
+        ("observation.tool_result", {"tool_use_id": "i2"}),
+    ]

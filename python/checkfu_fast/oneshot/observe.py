@@ -210,6 +210,8 @@ def _provider_call(event: dict[str, Any], tool: dict[str, Any]) -> tuple[str, An
         item = _dict(_dict(event.get("parsed")).get("item"))
         if item.get("type") == "command_execution":
             return "command_execution", {"command": item.get("command")}
+        if item.get("type") == "web_search":
+            return name or "web_search", {"query": item.get("query")}
     return name or "unknown", args
 
 
@@ -246,8 +248,23 @@ def _is_cursor_text(e: dict[str, Any]) -> bool:
     )
 
 
+def _is_cursor_thinking_delta(e: dict[str, Any]) -> bool:
+    parsed = _dict(e.get("parsed"))
+    return (
+        e.get("dialect") == "cursor"
+        and e.get("kind") == "message"
+        and e.get("subtype") == "thinking"
+        and parsed.get("type") == "thinking"
+        and parsed.get("subtype") == "delta"
+    )
+
+
+_MISSING: Any = object()  # the stream gives no result content: the field is omitted
+
+
 def _tool_result(event: dict[str, Any]) -> Any:
-    """The result content exactly as the stream gives it (docs/oneshot.md, tool_result)."""
+    """The result content exactly as the stream gives it (docs/oneshot.md, tool_result), or
+    ``_MISSING`` when it gives none."""
     parsed = _dict(event.get("parsed"))
     tool = _dict(event.get("tool"))
     dialect = event.get("dialect")
@@ -258,19 +275,25 @@ def _tool_result(event: dict[str, Any]) -> Any:
                 and str(block.get("type")).endswith("tool_result")  # also server tools
                 and block.get("tool_use_id") == tool.get("id")
             ):
-                return block.get("content")
+                return block.get("content", _MISSING)
     elif dialect == "codex":
         item = parsed.get("item")
         if isinstance(item, dict):
-            if item.get("type") == "command_execution":
-                return item.get("aggregated_output")
-            if item.get("type") == "mcp_tool_call":
-                return item.get("result")
+            kind = item.get("type")
+            if kind == "command_execution":
+                return item.get("aggregated_output", _MISSING)
+            if kind == "mcp_tool_call":
+                result = item.get("result", _MISSING)
+                if isinstance(result, dict) and "content" in result:
+                    return result["content"]  # the content blocks (structured_content aside)
+                return result
+            if kind == "web_search":
+                return _MISSING  # the item reports the query, no result content
         msg = _dict(parsed.get("msg"))
         if msg.get("type") == "exec_command_end":
-            return msg.get("aggregated_output", msg.get("stdout"))
+            return msg.get("aggregated_output", msg.get("stdout", _MISSING))
         if msg.get("type") == "mcp_tool_call_end":
-            return msg.get("result")
+            return msg.get("result", _MISSING)
     elif dialect == "opencode":
         state = _dict(_dict(parsed.get("part")).get("state"))
         if "output" in state or "error" in state:
@@ -288,7 +311,8 @@ def _tool_result(event: dict[str, Any]) -> Any:
             return parsed["rawOutput"]
         if "content" in parsed:
             return parsed["content"]
-    return event.get("text")
+    text = event.get("text")
+    return text if isinstance(text, str) else _MISSING
 
 
 def _compaction_counts(parsed: dict[str, Any]) -> tuple[int, int] | None:
@@ -367,27 +391,50 @@ class _Stream:
         self.turn_costs: list[float] = []
         self.message_costs: dict[str, float] = {}
         self.line_ids: dict[int, str] = {}
-        self.skip_tagged_cursor_text = False
+        self.skip_cursor_chunks = False
+        self.cursor_thinking: list[dict[str, Any]] = []  # pending thinking deltas
         self.tool_inputs: dict[str, dict[str, Any]] = {}  # call id -> arguments (for Task)
 
     def run(self, events: list[dict[str, Any]]) -> None:
-        plain = tagged = False
+        chunks = whole = False
         for e in events:
             if e.get("kind") == "usage" and isinstance(e.get("messageId"), str):
                 self.line_ids.setdefault(e["position"], e["messageId"])
             if _is_cursor_text(e):
-                if isinstance(_dict(e.get("parsed")).get("model_call_id"), str):
-                    tagged = True
+                if "timestamp_ms" in _dict(e.get("parsed")):
+                    chunks = True
                 else:
-                    plain = True
-        # cursor 2026 repeats every message: deltas and a summary carrying model_call_id, then the
-        # whole message without it. When a stream has both kinds, the tagged ones are repeats.
-        self.skip_tagged_cursor_text = plain and tagged
+                    whole = True
+        # cursor --stream-partial-output prints each text chunk as it arrives (lines with
+        # timestamp_ms, some twice: with and without model_call_id) and then the whole segment
+        # (a line without timestamp_ms). When a stream has both kinds the chunks are repeats.
+        self.skip_cursor_chunks = chunks and whole
         index_in_line: dict[int, int] = {}
         for e in events:
             n = index_in_line.get(e["position"], 0)
             index_in_line[e["position"]] = n + 1
+            if _is_cursor_thinking_delta(e):
+                self.cursor_thinking.append(e)
+                continue
+            self.flush_cursor_thinking()
             self.event(e, n)
+        self.flush_cursor_thinking()
+
+    def flush_cursor_thinking(self) -> None:
+        """cursor prints thinking only as deltas (then a text-less ``thinking/completed``):
+        the run of deltas is one ``agent_thinking``."""
+        if not self.cursor_thinking:
+            return
+        deltas, self.cursor_thinking = self.cursor_thinking, []
+        text = "".join(e.get("text") or "" for e in deltas)
+        if not text:
+            return
+        payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
+        ids = [self.native_message_id(e) for e in deltas]
+        mid = next((i for i in ids if i is not None), None)
+        if mid is not None:
+            payload["event_id"] = digest_id("evt_", mid)
+        self.out.append({"type": "observation.agent_thinking", "payload": payload})
 
     def native_message_id(self, e: dict[str, Any]) -> str | None:
         found = self.line_ids.get(e["position"])
@@ -414,7 +461,7 @@ class _Stream:
         if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
             if subtype == "text" and e.get("role") != "assistant":
                 return
-            if self.skip_tagged_cursor_text and _is_cursor_text(e) and "model_call_id" in parsed:
+            if self.skip_cursor_chunks and _is_cursor_text(e) and "timestamp_ms" in parsed:
                 return
             text = e.get("text") or ""
             if not text:
@@ -444,7 +491,10 @@ class _Stream:
             self.out.append({"type": "observation.tool_use", "payload": payload})
         elif kind == "message" and subtype == "tool_result":
             tool = _dict(e.get("tool"))
-            payload = {"tool_use_id": self.tool_id(tool, e, n), "result": _tool_result(e)}
+            payload = {"tool_use_id": self.tool_id(tool, e, n)}
+            result = _tool_result(e)
+            if result is not _MISSING:
+                payload["result"] = result
             if tool.get("isError") is True:
                 text = e.get("text") if isinstance(e.get("text"), str) else ""
                 payload["error"] = _error("runtime.harness_failed", text or "tool failed")
