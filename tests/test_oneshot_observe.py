@@ -930,3 +930,58 @@ def test_codex_mcp_result_is_its_content_blocks_and_web_search_has_no_result():
         ),
         ("observation.tool_result", {"tool_use_id": "i2"}),
     ]
+
+
+def test_legacy_codex_tools_use_the_current_names_and_applied_patches_are_file_changes():
+    changes = {"/w/README.md": {"update": {"unified_diff": "@@"}}, "/w/NEW.md": {"add": {}}}
+    stdout = jsonl(
+        {"id": "1", "msg": {"type": "exec_command_begin", "call_id": "c1", "command": ["ls"]}},
+        {"id": "1", "msg": {"type": "patch_apply_begin", "call_id": "p1", "changes": changes}},
+        {"id": "1", "msg": {"type": "patch_apply_end", "call_id": "p1", "success": True}},
+        {"id": "1", "msg": {"type": "patch_apply_begin", "call_id": "p2", "changes": changes}},
+        {"id": "1", "msg": {"type": "patch_apply_end", "call_id": "p2", "success": False}},
+        {
+            "id": "1",
+            "msg": {
+                "type": "mcp_tool_call_end",
+                "call_id": "m1",
+                "invocation": {"server": "t", "tool": "create_issue", "arguments": {}},
+                "result": {"Ok": {"content": [{"type": "text", "text": "#7"}], "isError": False}},
+            },
+        },
+    )
+    obs = [(o["type"].removeprefix("observation."), o["payload"]) for o in run(stdout)[0][1:-1]]
+    assert obs[0] == (
+        "tool_use",
+        {
+            "tool_use_id": "c1",
+            "tool": "harness:command_execution",
+            "args": {"command": ["ls"]},
+            "provider_tool_name": "command_execution",
+        },
+    )
+    assert obs[1][1]["tool"] == "harness:file_change" and obs[1][1]["args"] == {"changes": changes}
+    # applied: one file_changed per path, before the result; the failed patch reports none
+    assert obs[2:4] == [
+        ("file_changed", {"event": "modify", "path": "/w/README.md"}),
+        ("file_changed", {"event": "create", "path": "/w/NEW.md"}),
+    ]
+    assert [kind for kind, _ in obs[4:7]] == ["tool_result", "tool_use", "tool_result"]
+    assert obs[-1] == (
+        "tool_result",
+        {"tool_use_id": "m1", "result": [{"type": "text", "text": "#7"}]},
+    )
+
+
+def test_pi_tool_result_is_its_content_blocks():
+    blocks = [{"type": "text", "text": "/root\n"}]
+    stdout = jsonl(
+        {
+            "type": "tool_execution_end",
+            "toolCallId": "t1",
+            "toolName": "bash",
+            "result": {"content": blocks, "details": {"exitCode": 0}},
+            "isError": False,
+        }
+    )
+    assert run(stdout)[0][1]["payload"] == {"tool_use_id": "t1", "result": blocks}

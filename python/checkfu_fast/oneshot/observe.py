@@ -63,6 +63,8 @@ FILESYSTEM_TOOLS = {
     "delete",
     "delete_file",
     "str_replace_based_edit_tool",
+    "apply_patch",
+    "file_change",
 }
 STOP_REASONS = {
     "end_turn": "end_turn",
@@ -93,6 +95,12 @@ DISPOSITIONS = {
     "cancelled": "canceled",
 }
 FILE_EVENTS = {"add": "create", "delete": "delete", "update": "modify"}
+_MCP_KINDS = ("mcp_tool_call", "mcp_tool_call_begin", "mcpToolCall")
+# legacy codex ({"id","msg"}) begin lines -> the current item type naming the same tool
+_LEGACY_CODEX_TOOLS = {
+    "exec_command_begin": "command_execution",
+    "patch_apply_begin": "file_change",
+}
 _WS = re.compile(r"\s")
 
 
@@ -170,7 +178,7 @@ class _Turn:
             self.shell += 1
         elif low in FILESYSTEM_TOOLS:
             self.filesystem += 1
-        elif low.startswith("mcp_") or native_kind in ("mcp_tool_call", "mcpToolCall"):
+        elif low.startswith("mcp_") or native_kind in _MCP_KINDS:
             self.mcp += 1
 
     def payload(self, wall_time_ms: int) -> dict[str, Any]:
@@ -212,6 +220,10 @@ def _provider_call(event: dict[str, Any], tool: dict[str, Any]) -> tuple[str, An
             return "command_execution", {"command": item.get("command")}
         if item.get("type") == "web_search":
             return name or "web_search", {"query": item.get("query")}
+        msg = _dict(_dict(event.get("parsed")).get("msg"))
+        legacy = _LEGACY_CODEX_TOOLS.get(msg.get("type"))  # type: ignore[arg-type]
+        if legacy is not None:  # the same tools under their current names; args = the line
+            return legacy, {k: v for k, v in msg.items() if k not in ("type", "call_id")}
     return name or "unknown", args
 
 
@@ -293,14 +305,23 @@ def _tool_result(event: dict[str, Any]) -> Any:
         if msg.get("type") == "exec_command_end":
             return msg.get("aggregated_output", msg.get("stdout", _MISSING))
         if msg.get("type") == "mcp_tool_call_end":
-            return msg.get("result", _MISSING)
+            result = msg.get("result", _MISSING)  # {"Ok": {content, isError}} or {"Err": text}
+            if isinstance(result, dict) and len(result) == 1:
+                inner = result.get("Ok", result.get("Err", _MISSING))
+                if isinstance(inner, dict) and "content" in inner:
+                    return inner["content"]
+                if isinstance(inner, str):
+                    return inner
+            return result
     elif dialect == "opencode":
         state = _dict(_dict(parsed.get("part")).get("state"))
         if "output" in state or "error" in state:
             return state.get("output") if state.get("status") != "error" else state.get("error")
     elif dialect == "pi":
-        if "result" in parsed:
-            return parsed.get("result")
+        result = parsed.get("result", _MISSING)
+        if isinstance(result, dict) and "content" in result:
+            return result["content"]  # the content blocks (details aside)
+        return result
     elif dialect == "cursor":
         call = _dict(parsed.get("tool_call"))
         for key, value in call.items():
@@ -394,6 +415,7 @@ class _Stream:
         self.skip_cursor_chunks = False
         self.cursor_thinking: list[dict[str, Any]] = []  # pending thinking deltas
         self.tool_inputs: dict[str, dict[str, Any]] = {}  # call id -> arguments (for Task)
+        self.legacy_patches: dict[str, dict[str, Any]] = {}  # codex call id -> its changes
 
     def run(self, events: list[dict[str, Any]]) -> None:
         chunks = whole = False
@@ -481,6 +503,9 @@ class _Stream:
             self.turn.tool(name, _native_kind(e))
             if isinstance(tool.get("id"), str) and isinstance(tool.get("arguments"), dict):
                 self.tool_inputs[tool["id"]] = tool["arguments"]
+            msg = _dict(parsed.get("msg"))
+            if e.get("dialect") == "codex" and msg.get("type") == "patch_apply_begin":
+                self.legacy_patches[str(msg.get("call_id"))] = _dict(msg.get("changes"))
             payload = {
                 "tool_use_id": self.tool_id(tool, e, n),
                 "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
@@ -490,6 +515,7 @@ class _Stream:
             payload.update(sub)
             self.out.append({"type": "observation.tool_use", "payload": payload})
         elif kind == "message" and subtype == "tool_result":
+            self.legacy_patch_applied(parsed)
             tool = _dict(e.get("tool"))
             payload = {"tool_use_id": self.tool_id(tool, e, n)}
             result = _tool_result(e)
@@ -541,6 +567,24 @@ class _Stream:
             return compact_json(parsed["structured_output"])
         result = parsed.get("result")
         return result if isinstance(result, str) else None
+
+    def legacy_patch_applied(self, parsed: dict[str, Any]) -> None:
+        """Legacy codex: ``patch_apply_begin`` lists the changes (``{path: {"add"|"update"|
+        "delete": …}}``), ``patch_apply_end`` says whether they were applied; a successful end
+        reports them, one ``file_changed`` each, before its ``tool_result``."""
+        msg = _dict(parsed.get("msg"))
+        if msg.get("type") != "patch_apply_end" or msg.get("success") is not True:
+            return
+        for path, change in self.legacy_patches.pop(str(msg.get("call_id")), {}).items():
+            kind = next(iter(_dict(change)), None)
+            event = FILE_EVENTS.get(kind) if isinstance(kind, str) else None
+            if event is not None and path:
+                self.out.append(
+                    {
+                        "type": "observation.file_changed",
+                        "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
+                    }
+                )
 
     def file_change(self, parsed: dict[str, Any]) -> None:
         item = _dict(parsed.get("item"))
