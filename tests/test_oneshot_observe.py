@@ -550,6 +550,12 @@ def test_cut_is_visible_and_fits():
     assert cut("short", 10) == "short"
     obs, _ = run(s + "\n", output_mode="text")
     assert len(obs[1]["payload"]["content"]) == 262_144
+    # exactly at the maximum (in code points, whatever the UTF-8 length) nothing is cut
+    for at_max in ("a" * 262_144, "é✓" * 131_072):
+        assert cut(at_max, 262_144) == at_max
+        assert run(at_max + "\r\n", output_mode="text")[0][1]["payload"]["content"] == at_max
+    over = "a" * 262_140 + "é" * 5
+    assert cut(over, 262_144) == "a" * 262_123 + "…[truncated 22 chars]"  # 21-char marker
 
 
 def test_codex_file_changes_and_tool_classes():
@@ -985,3 +991,20 @@ def test_pi_tool_result_is_its_content_blocks():
         }
     )
     assert run(stdout)[0][1]["payload"] == {"tool_use_id": "t1", "result": blocks}
+
+
+def test_a_tool_the_stream_does_not_name_has_no_provider_tool_name():
+    stdout = jsonl(
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "content": [{"type": "tool_use", "id": "t1", "name": "", "input": {}}],
+            },
+        }
+    )
+    assert run(stdout)[0][1]["payload"] == {
+        "tool_use_id": "t1",
+        "tool": "harness:unknown",
+        "args": {},
+    }

@@ -510,8 +510,9 @@ class _Stream:
                 "tool_use_id": self.tool_id(tool, e, n),
                 "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
                 "args": args,
-                "provider_tool_name": cut(name, MAX_NAME),
             }
+            if name != "unknown":  # events/v1 names a tool the stream does not name "unknown"
+                payload["provider_tool_name"] = cut(name, MAX_NAME)
             payload.update(sub)
             self.out.append({"type": "observation.tool_use", "payload": payload})
         elif kind == "message" and subtype == "tool_result":
