@@ -274,6 +274,11 @@ def _is_cursor_thinking_delta(e: dict[str, Any]) -> bool:
 _MISSING: Any = object()  # the stream gives no result content: the field is omitted
 
 
+def _content_blocks(result: Any) -> Any:
+    """A result object's ``content`` (the content blocks) when it has one, else the result."""
+    return result["content"] if isinstance(result, dict) and "content" in result else result
+
+
 def _tool_result(event: dict[str, Any]) -> Any:
     """The result content exactly as the stream gives it (docs/oneshot.md, tool_result), or
     ``_MISSING`` when it gives none."""
@@ -294,11 +299,8 @@ def _tool_result(event: dict[str, Any]) -> Any:
             kind = item.get("type")
             if kind == "command_execution":
                 return item.get("aggregated_output", _MISSING)
-            if kind == "mcp_tool_call":
-                result = item.get("result", _MISSING)
-                if isinstance(result, dict) and "content" in result:
-                    return result["content"]  # the content blocks (structured_content aside)
-                return result
+            if kind == "mcp_tool_call":  # structured_content is not content
+                return _content_blocks(item.get("result", _MISSING))
             if kind == "web_search":
                 return _MISSING  # the item reports the query, no result content
         msg = _dict(parsed.get("msg"))
@@ -307,21 +309,14 @@ def _tool_result(event: dict[str, Any]) -> Any:
         if msg.get("type") == "mcp_tool_call_end":
             result = msg.get("result", _MISSING)  # {"Ok": {content, isError}} or {"Err": text}
             if isinstance(result, dict) and len(result) == 1:
-                inner = result.get("Ok", result.get("Err", _MISSING))
-                if isinstance(inner, dict) and "content" in inner:
-                    return inner["content"]
-                if isinstance(inner, str):
-                    return inner
+                return _content_blocks(result.get("Ok", result.get("Err", result)))
             return result
     elif dialect == "opencode":
         state = _dict(_dict(parsed.get("part")).get("state"))
         if "output" in state or "error" in state:
             return state.get("output") if state.get("status") != "error" else state.get("error")
     elif dialect == "pi":
-        result = parsed.get("result", _MISSING)
-        if isinstance(result, dict) and "content" in result:
-            return result["content"]  # the content blocks (details aside)
-        return result
+        return _content_blocks(parsed.get("result", _MISSING))  # details are not content
     elif dialect == "cursor":
         call = _dict(parsed.get("tool_call"))
         for key, value in call.items():
