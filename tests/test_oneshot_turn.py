@@ -125,6 +125,35 @@ def test_cli_run_prints_observations_then_state(tmp_path, capsys):
     assert json.loads(new_state.read_text()) == want
 
 
+def test_cli_run_passes_the_output_schema_and_takes_the_structured_answer(tmp_path, capsys):
+    """--output-schema: the schema reaches the harness compactly after its flag (argv_json);
+    the result's structured_output becomes last_response. The harness echoes the schema."""
+    script = tmp_path / "harness.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "for last; do :; done\n"
+        f'printf "%s" "$last" > {tmp_path}/schema-arg.txt\n'
+        'printf \'{"type":"result","subtype":"success","is_error":false,"result":"x",'
+        '"structured_output":%s}\\n\' "$last"\n'
+    )
+    script.chmod(0o755)
+    c = tmp_path / "contract.json"
+    over = {"output_schema_flag": "--json-schema", "output_schema_transport": "argv_json"}
+    c.write_text(json.dumps(contract(entrypoint=str(script), **over)))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("q")
+    schema = tmp_path / "schema.json"
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    schema.write_text(json.dumps(answer, indent=4))
+    argv = ["run", str(c), "--prompt-file", str(prompt), "--output-schema", str(schema)]
+    assert main(argv) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    compact = json.dumps(answer, separators=(",", ":"))
+    assert (tmp_path / "schema-arg.txt").read_text() == compact  # the argument, byte for byte
+    assert lines[-1]["resulting_state"]["last_response"] == compact
+    assert lines[-2]["type"] == "observation.finished"
+
+
 def test_cli_run_rejects_a_bad_contract_with_its_pointer(tmp_path, capsys):
     c = tmp_path / "contract.json"
     c.write_text(json.dumps(contract(argv=["--prompt-file"])))
