@@ -48,7 +48,10 @@ impl Dialect for Cursor {
                         Some(Cow::Borrowed("thinking completed")),
                     ));
                 } else {
-                    out.push(msg("thinking", "assistant", v.str_at("text").unwrap_or("")));
+                    // thinking comes only as deltas (then a text-less `completed`)
+                    let mut ev = msg("thinking", "assistant", v.str_at("text").unwrap_or(""));
+                    ev.delta = sub == Some("delta");
+                    out.push(ev);
                 }
             }
             Some("tool_call") => tool(v, v.get("subtype"), out),

@@ -43,7 +43,10 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "thinking":
         if sub == "completed":
             return [status("progress", "thinking completed")]
-        return [msg("thinking", "assistant", text_of(v.get("text")) or "")]
+        ev = msg("thinking", "assistant", text_of(v.get("text")) or "")
+        if sub == "delta":  # thinking comes only as deltas (then a text-less `completed`)
+            ev["delta"] = True
+        return [ev]
     if t == "tool_call":
         return _tool_call(v, sub)
     if t == "result":
