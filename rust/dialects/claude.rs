@@ -287,10 +287,15 @@ fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
     };
     let st = info.str_at("status");
     if st == Some("rejected") {
-        let message = match info.str_at("rateLimitType") {
-            Some(t) => Cow::Owned(format!("rate limit rejected: {t}")),
-            None => Cow::Borrowed("rate limit rejected"),
+        let mut message = match info.str_at("rateLimitType") {
+            Some(t) => format!("rate limit rejected: {t}"),
+            None => "rate limit rejected".to_owned(),
         };
+        // epoch seconds: when a parked runner may retry
+        if let Some(Value::Int(resets @ 0..)) = info.get("resetsAt") {
+            message.push_str(&format!(" (resetsAt {resets})"));
+        }
+        let message = Cow::Owned(message);
         out.push(error("rate_limit", "rate_limit", message, "quota"));
         return;
     }

@@ -259,5 +259,8 @@ def _rate_limit(info: Any) -> list[Event]:
     rtype = info.get("rateLimitType")
     if st == "rejected":
         message = "rate limit rejected" + (f": {rtype}" if isinstance(rtype, str) else "")
+        resets = info.get("resetsAt")  # epoch seconds: when a parked runner may retry
+        if isinstance(resets, int) and not isinstance(resets, bool) and 0 <= resets < 2**63:
+            message += f" (resetsAt {resets})"
         return [error("rate_limit", "rate_limit", message, "quota")]
     return [status("progress", "rate_limit " + st if isinstance(st, str) else "rate_limit")]
