@@ -42,7 +42,10 @@ impl Dialect for Claude {
             Some("result") => result(v, out),
             Some("system") => {
                 if let Some(sub) = v.str_at("subtype").and_then(system_subtype) {
-                    out.push(status(sub, v.str_at("description").map(Cow::Borrowed)));
+                    // task_notification reports its result as `summary`
+                    let text = v.str_at("description").filter(|d| !d.is_empty());
+                    let text = text.or_else(|| v.str_at("summary"));
+                    out.push(status(sub, text.map(Cow::Borrowed)));
                 }
             }
             Some("stream_event") => stream_event(v.get("event"), out),

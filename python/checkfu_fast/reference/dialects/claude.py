@@ -66,7 +66,8 @@ def map_line(v: Any) -> list[Event]:
         sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
         if sub is None:
             return []
-        return [status(sub, text_of(v.get("description")))]
+        # task_notification reports its result as `summary`
+        return [status(sub, text_of(v.get("description")) or text_of(v.get("summary")))]
     if t == "stream_event":
         return _stream_event(v.get("event"))
     if t == "rate_limit_event":
