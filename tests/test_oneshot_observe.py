@@ -1008,3 +1008,19 @@ def test_a_tool_the_stream_does_not_name_has_no_provider_tool_name():
         "tool": "harness:unknown",
         "args": {},
     }
+
+
+def test_opencode_event_id_is_the_part_id_and_model_calls_count_messages():
+    def part(kind, pid, mid, text):
+        p = {"id": pid, "sessionID": "ses_1", "messageID": mid, "type": kind, "text": text}
+        return {"type": kind, "sessionID": "ses_1", "part": p}
+
+    stdout = jsonl(
+        part("reasoning", "prt_1", "msg_1", "Plan."),
+        part("text", "prt_2", "msg_1", "Done."),
+        part("text", "prt_3", "msg_2", "Really done."),
+    )
+    obs, _ = run(stdout, process=proc())
+    ids = [o["payload"].get("event_id") for o in obs[1:-1]]
+    assert ids == [h("evt_", "prt_1"), h("evt_", "prt_2"), h("evt_", "prt_3")]
+    assert obs[-1]["payload"]["turn"]["model_calls"] == 2

@@ -243,6 +243,14 @@ def _pi_ended_in_error(e: dict[str, Any]) -> bool:
     return False
 
 
+def _opencode_part_id(e: dict[str, Any]) -> str | None:
+    """An opencode text/reasoning part's own id: the native id of that event (its
+    ``messageID``, one model call, is what ``model_calls`` counts)."""
+    if e.get("dialect") != "opencode":
+        return None
+    return _str(_dict(_dict(e.get("parsed")).get("part")).get("id"))
+
+
 def _codex_item_id(e: dict[str, Any]) -> str | None:
     """A codex item's own id: the native id of an agent_message / reasoning item (not a model
     call: one model call makes several items, so it is not counted in ``model_calls``)."""
@@ -484,7 +492,7 @@ class _Stream:
             if not text:
                 return
             payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
-            mid = self.native_message_id(e) or _codex_item_id(e)
+            mid = _opencode_part_id(e) or self.native_message_id(e) or _codex_item_id(e)
             if mid is not None:
                 payload["event_id"] = digest_id("evt_", mid)
             payload.update(sub)
