@@ -34,6 +34,7 @@ import atheris
 with atheris.instrument_imports(include=["checkfu_fast"]):
     import checkfu_fast
     from checkfu_fast import CheckfuError, reference
+    from checkfu_fast.golden import strict_key
     from checkfu_fast.reference import MappedDialect
     from checkfu_fast.reference import mapping as ref_mapping
 
@@ -63,22 +64,11 @@ class Mismatch(AssertionError):
 
 
 def canon(x):
-    """Strict comparison key: bool/int/float (by bits)/str/None/list/dict (with key order)."""
-    if isinstance(x, bool):
-        return ("b", x)
-    if isinstance(x, int):
-        return ("i", x)
-    if isinstance(x, float):
-        return ("f", x.hex())
-    if isinstance(x, str):
-        return ("s", x)
-    if x is None:
-        return ("n",)
-    if isinstance(x, list):
-        return ("l", tuple(canon(v) for v in x))
-    if isinstance(x, dict):
-        return ("d", tuple((k, canon(v)) for k, v in x.items()))
-    raise Mismatch(f"unexpected type in an event: {type(x).__name__}")
+    """Strict comparison key (types, key order, float bits); an unexpected type is a finding."""
+    try:
+        return strict_key(x)
+    except TypeError as exc:
+        raise Mismatch(f"unexpected type in an event: {exc}") from None
 
 
 def outcome(fn):

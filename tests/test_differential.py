@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import checkfu_fast
 import checkfu_fast.reference
+from checkfu_fast.golden import strict_key
 from conftest import IMPLS, assert_valid, assert_wide_stream, wide_encoding
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
@@ -22,22 +23,7 @@ BOM = b"\xef\xbb\xbf"
 # -- strict comparison: types, key order and float bits matter --------------------------------
 
 
-def canon(x):
-    if isinstance(x, bool):
-        return ("b", x)
-    if isinstance(x, int):
-        return ("i", x)
-    if isinstance(x, float):
-        return ("f", x.hex())
-    if isinstance(x, str):
-        return ("s", x)
-    if x is None:
-        return ("n",)
-    if isinstance(x, list):
-        return ("l", tuple(canon(v) for v in x))
-    if isinstance(x, dict):
-        return ("d", tuple((k, canon(v)) for k, v in x.items()))
-    raise AssertionError(f"unexpected type in event: {type(x).__name__}")
+canon = strict_key
 
 
 def assert_same(native: list[dict], ref: list[dict], data: bytes, label: str) -> None:

@@ -26,6 +26,27 @@ def load_expected(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def strict_key(x: Any) -> Any:
+    """A comparison key under which two decoded JSON values are equal only if their types, key
+    order and float bits are: ``0.0``/``-0.0``, ``1``/``1.0``/``True`` and reordered objects
+    differ, which ``==`` hides. How the native and reference paths are compared."""
+    if isinstance(x, bool):
+        return ("b", x)
+    if isinstance(x, int):
+        return ("i", x)
+    if isinstance(x, float):
+        return ("f", x.hex())
+    if isinstance(x, str):
+        return ("s", x)
+    if x is None:
+        return ("n",)
+    if isinstance(x, list):
+        return ("l", tuple(strict_key(v) for v in x))
+    if isinstance(x, dict):
+        return ("d", tuple((k, strict_key(v)) for k, v in x.items()))
+    raise TypeError(f"not a decoded JSON value: {type(x).__name__}")
+
+
 def _pointer(parts: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
