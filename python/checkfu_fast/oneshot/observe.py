@@ -269,13 +269,11 @@ def _is_cursor_text(e: dict[str, Any]) -> bool:
 
 
 def _is_cursor_thinking_delta(e: dict[str, Any]) -> bool:
-    parsed = _dict(e.get("parsed"))
     return (
         e.get("dialect") == "cursor"
-        and e.get("kind") == "message"
         and e.get("subtype") == "thinking"
-        and parsed.get("type") == "thinking"
-        and parsed.get("subtype") == "delta"
+        and e.get("kind") == "message"
+        and e.get("delta") is True
     )
 
 
@@ -583,12 +581,15 @@ class _Stream:
             kind = next(iter(_dict(change)), None)
             event = FILE_EVENTS.get(kind) if isinstance(kind, str) else None
             if event is not None and path:
-                self.out.append(
-                    {
-                        "type": "observation.file_changed",
-                        "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
-                    }
-                )
+                self.file_changed(event, path)
+
+    def file_changed(self, event: str, path: str) -> None:
+        self.out.append(
+            {
+                "type": "observation.file_changed",
+                "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
+            }
+        )
 
     def file_change(self, parsed: dict[str, Any]) -> None:
         item = _dict(parsed.get("item"))
@@ -604,12 +605,7 @@ class _Stream:
             path = change.get("path")
             if event is None or not isinstance(path, str) or not path:
                 continue
-            self.out.append(
-                {
-                    "type": "observation.file_changed",
-                    "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
-                }
-            )
+            self.file_changed(event, path)
 
     def subagent(self, parsed: dict[str, Any]) -> None:
         native = _str(parsed.get("tool_use_id")) or _str(parsed.get("task_id"))
