@@ -166,3 +166,18 @@ def test_mapping_dialects_too():
     }
     (ev,) = _events(line, "north")
     assert ev["error"]["errorKind"] == "quota" and ev["retryAfterMs"] == 644
+
+
+def test_pi_auto_retry_delay_is_the_streams_own():
+    line = {
+        "type": "auto_retry_start",
+        "attempt": 1,
+        "maxAttempts": 3,
+        "delayMs": 2000,
+        "errorMessage": '529 {"type":"error","error":{"type":"overloaded_error"}} retry in 9s',
+    }
+    (ev,) = _events(line, "pi")
+    assert ev["error"]["errorKind"] == "transport" and ev["retryAfterMs"] == 2000
+    for bad in (-1, 2.5, True, "2000", 1 << 63):
+        (ev,) = _events({**line, "delayMs": bad}, "pi")
+        assert ev["retryAfterMs"] == 9000  # falls back to the text
