@@ -109,6 +109,10 @@ pub struct Event<'v> {
     pub text: Option<Text<'v>>,
     pub tool: Option<Tool<'v>>,
     pub error: Option<ErrorInfo<'v>>,
+    /// For a quota or transport error: when the message says work may resume (RFC 3339 UTC).
+    pub retry_at: Option<String>,
+    /// For a quota or transport error: the delay the message gives, in milliseconds.
+    pub retry_after_ms: Option<u64>,
     pub usage: Option<Usage<'v>>,
     pub usage_scope: Option<&'static str>,
     pub message_id: Option<&'v str>,
@@ -249,6 +253,7 @@ pub fn error<'v>(
     } else {
         message
     };
+    let retry = crate::retry::for_error(kind, &message);
     Event {
         kind: "error",
         subtype: subtype.into(),
@@ -257,6 +262,8 @@ pub fn error<'v>(
             message,
             kind,
         }),
+        retry_at: retry.at,
+        retry_after_ms: retry.after_ms,
         ..Event::default()
     }
 }

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod mapping;
 pub mod normalize;
 pub mod parse;
+pub mod retry;
 pub mod sniff;
 pub mod value;
 

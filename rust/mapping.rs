@@ -658,6 +658,9 @@ fn event<'v>(e: &Emit, v: &'v Value<'v>) -> Event<'v> {
         let code = string(Some(code), v).unwrap_or(Cow::Borrowed("error"));
         let message = string(e.err_message.as_ref(), v).unwrap_or_else(|| code.clone());
         let kind = error_kind_of(e, v, &message);
+        let retry = crate::retry::for_error(kind, &message);
+        ev.retry_at = retry.at;
+        ev.retry_after_ms = retry.after_ms;
         ev.error = Some(ErrorInfo {
             code,
             message,

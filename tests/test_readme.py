@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/mappings.md", "docs/journal.md"])
+@pytest.mark.parametrize(
+    "doc", ["README.md", "docs/mappings.md", "docs/journal.md", "docs/usage.md"]
+)
 def test_python_blocks_run(doc: str) -> None:
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
     assert blocks

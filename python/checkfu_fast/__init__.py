@@ -19,6 +19,7 @@ from .errors import (
     UnknownDialect,
 )
 from .reference import DIALECTS, MappedDialect, check_options, load_dialect
+from .usage import UsageFold, usage_totals
 
 try:
     from . import _native
@@ -44,9 +45,11 @@ __all__ = [
     "MappingError",
     "Normalizer",
     "UnknownDialect",
+    "UsageFold",
     "load_dialect",
     "normalize",
     "reference",
+    "usage_totals",
     "validate_journal",
 ]
 

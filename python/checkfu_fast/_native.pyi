@@ -25,6 +25,8 @@ def validate_journal(
     max_depth: int = ...,
     max_nodes: int = ...,
 ) -> list[dict[str, Any]]: ...
+def parse_retry(message: str) -> tuple[str | None, int | None]:
+    """``(retryAt, retryAfterMs)`` stated by an error message (rust/retry.rs)."""
 
 class Normalizer:
     def __init__(

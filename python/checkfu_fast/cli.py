@@ -7,6 +7,7 @@ Commands:
   dialects                                                     list the dialect names
   vectors [--live] FILE...                                     replay oneshot-v1 vector files
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
+  report [--by session|model|day] [--json] FILE|DIR...         token and cost totals
 
 Exit codes: 0 success, 1 a golden/vector mismatch, a journal violation, an unreadable file or
 a turn that did not finish, 2 usage error or a rejected contract / vector file.
@@ -21,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import DIALECTS, CheckfuError, Normalizer, golden, reference
+from . import DIALECTS, CheckfuError, Normalizer, golden, reference, report
 
 CHUNK = 1 << 20
 
@@ -246,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
+    report.add_parser(sub)
     args = p.parse_args(argv)
     try:
         if args.command == "normalize":
@@ -258,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             return _vectors(args)
         if args.command == "run":
             return _run(args)
+        if args.command == "report":
+            return report.main(args)
         print("\n".join(DIALECTS))
         return 0
     except (CheckfuError, ValueError, NotImplementedError) as exc:

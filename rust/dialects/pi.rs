@@ -90,7 +90,14 @@ impl Dialect for Pi {
             "auto_retry_start" => {
                 let m = v.str_at("errorMessage").unwrap_or("");
                 let kind = classify(if m.is_empty() { "auto_retry" } else { m });
-                out.push(error("retry", "auto_retry", Cow::Borrowed(m), kind));
+                let mut ev = error("retry", "auto_retry", Cow::Borrowed(m), kind);
+                // pi's own delay before the retry wins over one read from the text.
+                if let (Some(Value::Int(ms @ 0..)), "quota" | "transport") =
+                    (v.get("delayMs"), kind)
+                {
+                    ev.retry_after_ms = u64::try_from(*ms).ok();
+                }
+                out.push(ev);
             }
             "auto_retry_end" => match nonempty(v.str_at("finalError")) {
                 Some(f) if !v.is_true_at("success") => {

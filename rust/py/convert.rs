@@ -257,6 +257,12 @@ fn event<'py>(
         e.set_item(intern!(py, "errorKind"), err.kind)?;
         d.set_item(intern!(py, "error"), e)?;
     }
+    if let Some(t) = &ev.retry_at {
+        d.set_item(intern!(py, "retryAt"), t.as_str())?;
+    }
+    if let Some(ms) = ev.retry_after_ms {
+        d.set_item(intern!(py, "retryAfterMs"), ms)?;
+    }
     if let Some(u) = &ev.usage {
         let e = PyDict::new(py);
         if let Some(n) = u.input {

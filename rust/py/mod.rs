@@ -279,10 +279,18 @@ impl Normalizer {
     }
 }
 
+/// The retry time an error message states: `(retry_at, retry_after_ms)` (rust/retry.rs).
+#[pyfunction]
+fn parse_retry(message: &str) -> (Option<String>, Option<u64>) {
+    let r = crate::retry::parse(message);
+    (r.at, r.after_ms)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;

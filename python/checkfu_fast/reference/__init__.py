@@ -34,7 +34,9 @@ JSON_WS = b" \t\r\n"
 MAX_DEPTH_LIMIT = 512
 
 _ORDER = (
-    "role", "text", "tool", "error", "usage", "usageScope", "messageId", "delta",
+    "role", "text", "tool", "error",
+    "retryAt", "retryAfterMs",
+    "usage", "usageScope", "messageId", "delta",
     "truncated", "lineBytes", "encoding", "streamBytes",
 )  # fmt: skip
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .retry import retry_fields
+
 Event = dict[str, Any]
 
 _I64_MAX = (1 << 63) - 1
@@ -79,11 +81,13 @@ def tool_result(name: str, call_id: Any, is_error: bool, text: str) -> Event:
 
 
 def error(subtype: str, code: str, message: str, kind: str) -> Event:
-    return {
+    ev: Event = {
         "kind": "error",
         "subtype": subtype,
         "error": {"code": code, "message": message or code, "errorKind": kind},
     }
+    ev.update(retry_fields(kind, message or code))
+    return ev
 
 
 def usage(

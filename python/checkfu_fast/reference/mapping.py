@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import MappingError
 from .events import Event, classify, kind_for_status, usage
+from .retry import retry_fields
 
 FORMAT_KEY = "checkfu_dialect"
 KINDS = ("message", "tool_call", "status", "error", "usage")
@@ -497,7 +498,9 @@ def _event(e: Emit, v: Any) -> Event:
     if e.err_code is not None:
         code = string(e.err_code, v) or "error"
         message = string(e.err_message, v) or code
-        ev["error"] = {"code": code, "message": message, "errorKind": _kind(e, v, message)}
+        kind = _kind(e, v, message)
+        ev["error"] = {"code": code, "message": message, "errorKind": kind}
+        ev.update(retry_fields(kind, message))
     ev.update(_mid(e, v))
     if e.delta:
         ev["delta"] = True

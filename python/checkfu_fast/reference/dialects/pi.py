@@ -84,7 +84,12 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [status("compaction", "aborted" if v.get("aborted") is True else t)]
     if t == "auto_retry_start":
         message = text_of(v.get("errorMessage")) or ""
-        return [error("retry", "auto_retry", message, classify(message or "auto_retry"))]
+        ev = error("retry", "auto_retry", message, classify(message or "auto_retry"))
+        delay = v.get("delayMs")  # pi's own delay before the retry wins over the text's
+        if ev["error"]["errorKind"] in ("quota", "transport") and type(delay) is int:
+            if 0 <= delay < 1 << 63:
+                ev["retryAfterMs"] = delay
+        return [ev]
     if t == "auto_retry_end":
         final = text_of(v.get("finalError"))
         if v.get("success") is not True and final:

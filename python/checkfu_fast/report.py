@@ -1,0 +1,140 @@
+"""``checkfu-fast report``: token and cost totals of many agent streams (docs/usage.md).
+
+Each file is streamed through :class:`checkfu_fast.Normalizer` in 1 MiB chunks and folded into
+one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of sessions and
+models, not by the number or size of the files. Directories are walked recursively in sorted
+order, taking only ``*.jsonl`` and ``*.json`` files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from . import DIALECTS, Normalizer
+from .usage import UsageFold
+
+CHUNK = 1 << 20
+SUFFIXES = (".jsonl", ".json")
+NO_TIME = (
+    "--by day needs the time of each event, and events/v1 events carry no timestamp field "
+    "(docs/usage.md, Known gaps); use --by session or --by model"
+)
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``report`` subcommand on ``sub`` (an argparse subparsers object)."""
+    r = sub.add_parser("report", help="token and cost totals per session or model")
+    r.add_argument("paths", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
+    r.add_argument("--by", choices=["session", "model", "day"], default="session")
+    r.add_argument("--json", action="store_true", help="print JSON for scripts")
+    r.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
+
+
+def iter_files(paths: list[str]) -> Iterator[str]:
+    """Every input: files as given, directories walked recursively (sorted, *.jsonl/*.json)."""
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith(SUFFIXES):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def fold_stream(fold: UsageFold, src: BinaryIO, dialect: str = "auto") -> None:
+    """Normalize one stream chunk by chunk and fold its events (none are kept)."""
+    n = Normalizer(dialect)
+    fold.start_stream()
+    while chunk := src.read(CHUNK):
+        for ev in n.feed(chunk):
+            fold.add(ev)
+    for ev in n.finish():
+        fold.add(ev)
+    fold.end_stream()
+
+
+def _int(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:,.1f}"
+
+
+def _cost(t: dict[str, Any]) -> str:
+    if t["costUsd"] is None:
+        return "-"
+    return f"{t['costUsd']:.4f}" + ("*" if t["source"] == "partial" else "")
+
+
+def table(totals: dict[str, Any], by: str, files: int) -> str:
+    """The human table: one row per session (or model), then the total."""
+    key = "bySession" if by == "session" else "byModel"
+    head = ["Session", "Dialect"] if by == "session" else ["Model"]
+    head += ["Input", "Output", "Cached", "Cost (USD)"]
+    rows = []
+    for name, t in totals[key].items():
+        row = [name, t["dialect"]] if by == "session" else [name]
+        rows.append(
+            [
+                *row,
+                _int(t["inputTokens"]),
+                _int(t["outputTokens"]),
+                _int(t["cachedTokens"]),
+                _cost(t),
+            ]
+        )
+    t = totals["total"]
+    total = ["Total"] + ([""] if by == "session" else [])
+    total += [_int(t["inputTokens"]), _int(t["outputTokens"]), _int(t["cachedTokens"]), _cost(t)]
+    text_cols = 2 if by == "session" else 1
+    widths = [max(len(r[i]) for r in [head, *rows, total]) for i in range(len(head))]
+
+    def line(r: list[str]) -> str:
+        cells = [
+            c.ljust(w) if i < text_cols else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    out = [line(head), rule, *map(line, rows), rule, line(total)]
+    unit = "session" if by == "session" else "model"
+    count = len(totals[key])
+    out.append(f"{files} file(s), {count} {unit}{'s' if count != 1 else ''}")
+    if any(r["source"] == "partial" for r in [*totals[key].values(), t]):
+        out.append("* the cost covers only some usage readings (the others had none from the CLI)")
+    if any(r["source"] == "absent" for r in totals[key].values()):
+        out.append("- the CLI reported no cost (codex and cursor never do); none is estimated")
+    return "\n".join(out) + "\n"
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.by == "day":
+        print(f"checkfu-fast report: {NO_TIME}", file=sys.stderr)
+        return 2
+    fold = UsageFold()
+    status = files = 0
+    for name in iter_files(args.paths):
+        try:
+            if name == "-":
+                fold_stream(fold, sys.stdin.buffer, args.dialect)
+            else:
+                with open(name, "rb") as f:
+                    fold_stream(fold, f, args.dialect)
+            files += 1
+        except OSError as exc:
+            fold.end_stream()
+            print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
+    totals = fold.totals()
+    if args.json:
+        key = "bySession" if args.by == "session" else "byModel"
+        doc = {"files": files, "total": totals["total"], key: totals[key]}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(table(totals, args.by, files))
+    return status

@@ -1,0 +1,163 @@
+"""``checkfu-fast report``: the table, the JSON, directories, bounded memory, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+
+from checkfu_fast import cli, normalize, usage_totals
+from checkfu_fast.report import fold_stream, iter_files
+from checkfu_fast.usage import UsageFold
+from conftest import CORPUS, ROOT
+
+SAMPLES = ROOT / "vectors" / "samples"
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_readme_shows_the_real_output(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```console\n(\$ checkfu-fast report .*?)```", text, re.S)
+    assert block, "README has no report example"
+    parts = re.split(r"^\$ (checkfu-fast .*)\n", block.group(1), flags=re.M)[1:]
+    assert len(parts) >= 4
+    for command, expected in zip(parts[::2], parts[1::2], strict=True):
+        rc, out, _ = run(shlex.split(command)[1:], capsys)
+        assert rc == 0
+        assert out == expected, command
+
+
+def test_json_equals_the_fold_of_each_file(capsys):
+    rc, out, _ = run(["report", "--json", str(SAMPLES)], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    assert sorted(doc) == ["bySession", "files", "total"]
+    assert doc["files"] == len(list(SAMPLES.glob("*.jsonl")))
+    # Every sample is its own session here, so the report is the union of per-file totals.
+    expected: dict = {}
+    for p in sorted(SAMPLES.glob("*.jsonl")):
+        expected.update(usage_totals(normalize(p.read_bytes()))["bySession"])
+    assert doc["bySession"] == dict(sorted(expected.items()))
+    for k in ("inputTokens", "outputTokens", "cachedTokens"):
+        assert doc["total"][k] == sum(s[k] for s in expected.values())
+    assert doc["total"]["source"] == "partial"  # codex reports no cost, the others do
+
+
+def test_by_model_json(capsys):
+    rc, out, _ = run(
+        ["report", "--by", "model", "--json", str(SAMPLES / "claude-session.jsonl")], capsys
+    )
+    assert rc == 0
+    doc = json.loads(out)
+    assert list(doc["byModel"]) == ["claude-sonnet-4-5-20250929"]
+    assert doc["total"]["costUsd"] == 0.16020265  # the result's total_cost_usd
+    assert doc["total"]["inputTokens"] == 188910
+
+
+def test_by_day_is_refused_because_events_carry_no_time(capsys):
+    rc, out, err = run(["report", "--by", "day", str(SAMPLES)], capsys)
+    assert rc == 2 and out == ""
+    assert "timestamp" in err
+
+
+def test_directories_recursive_sorted_and_filtered(tmp_path):
+    src = (CORPUS / "codex" / "new-monomind-v0149-pong.jsonl").read_bytes()
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a").mkdir()
+    for rel in ["b/c/z.jsonl", "b/y.json", "a/x.jsonl", "top.jsonl", "notes.txt", "a/x.jsonl.bak"]:
+        (tmp_path / rel).write_bytes(src)
+    got = [os.path.relpath(p, tmp_path) for p in iter_files([str(tmp_path)])]
+    assert got == ["top.jsonl", "a/x.jsonl", "b/y.json", "b/c/z.jsonl"]
+
+
+def test_unreadable_file_is_reported_and_the_rest_counted(capsys, tmp_path):
+    rc, out, err = run(
+        ["report", "--json", str(tmp_path / "missing.jsonl"), str(SAMPLES / "opencode-run.jsonl")],
+        capsys,
+    )
+    assert rc == 1 and "missing.jsonl" in err
+    doc = json.loads(out)
+    assert doc["files"] == 1 and doc["total"]["inputTokens"] == 43858
+
+
+def test_stdin(monkeypatch, capsys):
+    data = (SAMPLES / "opencode-run.jsonl").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    rc, out, _ = run(["report", "--json", "-"], capsys)
+    assert rc == 0 and json.loads(out)["total"]["costUsd"] == 0.001
+
+
+def test_many_files_codex_resumed_threads(tmp_path, capsys):
+    """2,000 files; each thread run then resumed in a second file: each thread counts once."""
+    for i in range(1000):
+        tid = f"019a0000-0000-7000-8000-{i:012d}"
+        for j, total in enumerate((100, 250)):
+            lines = [
+                {"type": "thread.started", "thread_id": tid},
+                {
+                    "type": "turn.completed",
+                    "usage": {
+                        "input_tokens": total,
+                        "cached_input_tokens": 0,
+                        "output_tokens": j + 1,
+                    },
+                },
+            ]
+            d = tmp_path / f"{i % 7}"
+            d.mkdir(exist_ok=True)
+            (d / f"{tid}-{j}.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+    rc, out, _ = run(["report", "--json", str(tmp_path)], capsys)
+    doc = json.loads(out)
+    assert rc == 0 and doc["files"] == 2000 and len(doc["bySession"]) == 1000
+    assert doc["total"]["inputTokens"] == 250 * 1000 and doc["total"]["outputTokens"] == 2000
+
+
+def test_a_big_stream_is_folded_without_keeping_its_events():
+    """~16 MB of claude stream: the fold's Python allocations stay far below the events' size."""
+    one = (CORPUS / "claude" / "hivemind-pr4-ci-session4.jsonl").read_bytes()
+    data = one * 500
+    fold = UsageFold()
+    tracemalloc.start()
+    try:
+        fold_stream(fold, io.BytesIO(data))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # 500 equal results of one session: an unchanged counter is the same counter, read again.
+    assert fold.totals()["total"]["inputTokens"] == 188910
+    # One 1 MiB chunk's events at a time (about 8 MB of dicts here); all of them would be ~100 MB.
+    assert peak < 32 << 20, peak
+
+
+def test_cli_subprocess_help_lists_report():
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run(
+        [sys.executable, "-m", "checkfu_fast", "report", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert "--by" in out and "--json" in out
+
+
+@pytest.mark.parametrize("by", ["session", "model"])
+def test_table_totals_row_matches_json(capsys, by):
+    _, out, _ = run(["report", "--by", by, str(SAMPLES)], capsys)
+    _, js, _ = run(["report", "--by", by, "--json", str(SAMPLES)], capsys)
+    total = json.loads(js)["total"]
+    row = next(line for line in out.splitlines() if line.startswith("Total"))
+    assert f"{total['inputTokens']:,}" in row and f"{total['costUsd']:.4f}" in row

@@ -1,0 +1,225 @@
+"""Write ``vectors/usage/<dialect>-<name>.totals.json`` (run from the repo root).
+
+Each file names its inputs (``corpus:`` = ``../shared/corpus/real/``, else repo-relative), the
+totals ``checkfu_fast.usage_totals`` gives (``totals``; review every change before committing) and,
+under ``cli``, what the CLI itself reports as its total, computed here straight from the native
+lines by an independent reader (the package never reads native JSON outside its dialects):
+
+- claude: the last ``result`` per session: ``usage`` (input = input + cache read + cache
+  creation) and ``total_cost_usd``; ``cliModelUsage`` = the sum over ``modelUsage`` models;
+- codex: the last ``turn.completed`` / ``token_count`` counter of each thread (cumulative);
+- cursor: the sum of the ``result`` usages (one per run);
+- opencode: the sum of the ``step_finish`` parts (per step);
+- pi: the sum of the assistant ``message_end`` usages (per message);
+- grok: the ``end`` line (streaming), the typeless ``json`` object, or the sum of superagent
+  ``step_finish`` usages.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+
+from checkfu_fast import UsageFold, normalize  # noqa: E402
+
+CASES = {
+    "claude-ci-session4": ["corpus:claude/hivemind-pr4-ci-session4.jsonl"],
+    "claude-revert-session1": ["corpus:claude/hivemind-pr4-revert-session1.jsonl"],
+    "claude-weekly-limit": ["corpus:claude/hivemind-719-weekly-limit.jsonl"],
+    "claude-max-turns": ["corpus:claude/single-result-error-max-turns.jsonl"],
+    "claude-stream-events": ["vectors/events/claude/stream-events.input.jsonl"],
+    "codex-642-session1": ["corpus:codex/new-hivemind-642-session1.jsonl"],
+    "codex-legacy-fragments": ["corpus:codex/old-vibekanban-fragments.jsonl"],
+    "codex-resume": [
+        "vectors/usage/inputs/codex-resume-1.jsonl",
+        "vectors/usage/inputs/codex-resume-2.jsonl",
+    ],
+    "cursor-result": ["corpus:cursor/json-result-with-usage.jsonl"],
+    "cursor-2026": ["vectors/events/cursor/2026.input.jsonl"],
+    "opencode-takopi": ["corpus:opencode/takopi-stream-success.jsonl"],
+    "opencode-pr2810": ["corpus:opencode/pr2810-step-lines.jsonl"],
+    "pi-success": ["vectors/events/pi/success.input.jsonl"],
+    "pi-out-of-usage": ["corpus:pi/causeflow-anthropic-out-of-usage.jsonl"],
+    "grok-streaming": ["vectors/events/grok/streaming.input.jsonl"],
+    "grok-json": ["vectors/events/grok/json.input.jsonl"],
+    "grok-superagent": ["vectors/events/grok/superagent.input.jsonl"],
+}
+
+
+def resolve(name: str) -> Path:
+    return CORPUS / name[7:] if name.startswith("corpus:") else ROOT / name
+
+
+def lines(paths: list[Path]):
+    for p in paths:
+        for raw in p.read_bytes().splitlines():
+            try:
+                d = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                yield d
+
+
+def tot(i=0, o=0, c=0, cost=None):
+    return {"inputTokens": i, "outputTokens": o, "cachedTokens": c, "costUsd": cost}
+
+
+def add(a, b):
+    out = {k: a[k] + b[k] for k in ("inputTokens", "outputTokens", "cachedTokens")}
+    ca, cb = a["costUsd"], b["costUsd"]
+    out["costUsd"] = cb if ca is None else ca if cb is None else ca + cb
+    return out
+
+
+def cli_claude(ds):
+    last, models = {}, {}
+    for d in ds:
+        if d.get("type") != "result":
+            continue
+        u = d.get("usage") or {}
+        cr = u.get("cache_read_input_tokens", 0)
+        last[d.get("session_id")] = tot(
+            u.get("input_tokens", 0) + cr + u.get("cache_creation_input_tokens", 0),
+            u.get("output_tokens", 0),
+            cr,
+            d.get("total_cost_usd"),
+        )
+        mu = tot()
+        for m in (d.get("modelUsage") or {}).values():
+            r = m.get("cacheReadInputTokens", 0)
+            mu = add(
+                mu,
+                tot(
+                    m["inputTokens"] + r + m.get("cacheCreationInputTokens", 0),
+                    m["outputTokens"],
+                    r,
+                    m.get("costUSD"),
+                ),
+            )
+        models[d.get("session_id")] = mu
+    if not last:
+        return None, None
+    t = tot()
+    for v in last.values():
+        t = add(t, v)
+    m = tot()
+    for v in models.values():
+        m = add(m, v)
+    return t, (m if any(d.get("modelUsage") for d in ds if d.get("type") == "result") else None)
+
+
+def cli_codex(ds):
+    last, thread = {}, None
+    for d in ds:
+        if d.get("type") == "thread.started":
+            thread = d["thread_id"]
+        u = None
+        if d.get("type") == "turn.completed":
+            u = d["usage"]
+        msg = d.get("msg") if isinstance(d.get("msg"), dict) else {}
+        if msg.get("type") == "token_count":
+            u = (msg.get("info") or {}).get("total_token_usage") or msg
+        if u is not None:
+            last[thread] = tot(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+    t = tot()
+    for v in last.values():
+        t = add(t, v)
+    return t if last else None
+
+
+def cli_cursor(ds):
+    t = None
+    for d in ds:
+        if d.get("type") == "result" and d.get("usage"):
+            u = d["usage"]
+            cr = u.get("cacheReadTokens", 0)
+            i = u["inputTokens"] + cr + u.get("cacheWriteTokens", 0)
+            t = add(t or tot(), tot(i, u["outputTokens"], cr))
+    return t
+
+
+def cli_opencode(ds):
+    t = None
+    for d in ds:
+        if d.get("type") == "step_finish":
+            p = d["part"]
+            k = p["tokens"]
+            cr = k["cache"]["read"]
+            i = k["input"] + cr + k["cache"]["write"]
+            t = add(t or tot(), tot(i, k["output"] + k["reasoning"], cr, p.get("cost")))
+    return t
+
+
+def cli_pi(ds):
+    t = None
+    for d in ds:
+        m = d.get("message") or {}
+        if d.get("type") == "message_end" and m.get("role") == "assistant":
+            u = m["usage"]
+            i = u["input"] + u["cacheRead"] + u["cacheWrite"]
+            t = add(t or tot(), tot(i, u["output"], u["cacheRead"], u["cost"]["total"]))
+    return t
+
+
+def cli_grok(ds):
+    steps = None
+    for d in ds:
+        u = d.get("usage") or {}
+        if d.get("type") == "end" or ("type" not in d and u):
+            cr = u.get("cache_read_input_tokens", 0)
+            i = u["input_tokens"] + cr + u.get("cache_creation_input_tokens", 0)
+            o = u["output_tokens"] + u.get("reasoning_tokens", 0)
+            return tot(i, o, cr, d.get("total_cost_usd"))
+        if d.get("type") == "step_finish":
+            ticks = u.get("costUsdTicks")
+            cost = None if ticks is None else ticks / 1e10
+            steps = add(steps or tot(), tot(u["inputTokens"], u["outputTokens"], 0, cost))
+    return steps
+
+
+CLI = {
+    "codex": cli_codex,
+    "cursor": cli_cursor,
+    "opencode": cli_opencode,
+    "pi": cli_pi,
+    "grok": cli_grok,
+}
+
+
+def totals(paths: list[Path]) -> dict:
+    fold = UsageFold()
+    for p in paths:
+        fold.start_stream()
+        for ev in normalize(p.read_bytes()):
+            fold.add(ev)
+        fold.end_stream()
+    return fold.totals()
+
+
+def main() -> None:
+    out_dir = ROOT / "vectors" / "usage"
+    for name, inputs in CASES.items():
+        dialect = name.split("-")[0]
+        paths = [resolve(n) for n in inputs]
+        ds = list(lines(paths))
+        doc: dict = {"inputs": inputs}
+        if dialect == "claude":
+            doc["cli"], model_usage = cli_claude(ds)
+            if model_usage is not None:
+                doc["cliModelUsage"] = model_usage
+        else:
+            doc["cli"] = CLI[dialect](ds)
+        doc["totals"] = totals(paths)
+        path = out_dir / f"{name}.totals.json"
+        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()
