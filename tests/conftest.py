@@ -1,6 +1,9 @@
 """Shared fixtures for the checkfu_fast test suite.
 
 ``SHARED`` is the sibling ``shared`` directory of the project root (CI checks it out there).
+Tests that read it (the real corpus, the seeds, JSONTestSuite) are marked ``needs_shared`` and
+skip, saying so, when it is absent; everything else runs from the package's own files (the
+events schema is the package's verbatim copy, ``test_journal`` checks it against the seed).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import checkfu_fast.reference
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-SCHEMA_PATH = SHARED / "seeds" / "003_4dc6804f576ea617.txt"
+NO_SHARED = f"needs the shared specs and corpus at {SHARED}, which is absent"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=NO_SHARED)
+SCHEMA_PATH = ROOT / "python" / "checkfu_fast" / "schemas" / "events-v1.schema.json"
 CORPUS = SHARED / "corpus" / "real"
 CORPUS_DIALECTS = ("claude", "cursor", "codex", "opencode", "pi", "grok")
 IMPLEMENTED = ("claude", "cursor", "codex")
@@ -58,7 +63,8 @@ def assert_valid(events: list[dict]) -> None:
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    assert SHARED.is_dir(), f"shared dir missing at {SHARED}"
+    if not SHARED.is_dir():
+        pytest.skip(NO_SHARED)
     return SHARED
 
 

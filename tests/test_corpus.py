@@ -11,7 +11,9 @@ import pytest
 
 import checkfu_fast
 import checkfu_fast.reference
-from conftest import CORPUS, CORPUS_DIALECTS, assert_valid
+from conftest import CORPUS, CORPUS_DIALECTS, assert_valid, needs_shared
+
+pytestmark = needs_shared
 
 WHITESPACE = b" \t\r\n\x0b\x0c"
 BOM = b"\xef\xbb\xbf"

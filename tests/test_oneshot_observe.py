@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from checkfu_fast.oneshot import TurnRequest, _schema, observe, validate_contract
 from checkfu_fast.oneshot.observe import cut, microusd
-from conftest import CORPUS, CORPUS_DIALECTS
+from conftest import CORPUS, CORPUS_DIALECTS, needs_shared
 
 ANSWER = {
     "type": "object",
@@ -657,6 +657,7 @@ def test_tool_names_with_whitespace_and_missing_ids():
 CORPUS_FILES = sorted(p for d in CORPUS_DIALECTS for p in (CORPUS / d).glob("*.jsonl"))
 
 
+@needs_shared
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_corpus_observations_are_valid_and_identical_across_paths(path):
     data = path.read_bytes()
@@ -701,6 +702,7 @@ CORPUS_ENDINGS = {
 }
 
 
+@needs_shared
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_corpus_endings(path):
     ending = run(path.read_bytes())[0][-1]

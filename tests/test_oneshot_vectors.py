@@ -106,8 +106,9 @@ def test_invalid_vector_file_is_rejected_with_a_pointer(tmp_path, capsys):
     assert main(["vectors", str(path)]) == 2
     out = capsys.readouterr().out
     assert "not a valid oneshot-v1 vector file at /vectors/0/name" in out
-    missing = tmp_path / "nope.json"
-    assert main(["vectors", str(missing)]) == 2
+    missing = tmp_path / "nope.json"  # unreadable input: 1, as for every command (README)
+    assert main(["vectors", str(missing)]) == 1
+    assert capsys.readouterr().err == f"checkfu-fast: {missing}: No such file or directory\n"
 
 
 def test_diff_is_type_strict():

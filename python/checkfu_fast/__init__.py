@@ -8,7 +8,7 @@ cannot be imported the package falls back to the reference and says so in ``IMPL
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from . import reference
 from .errors import (
@@ -119,11 +119,11 @@ class Normalizer:
         """Frame and normalize ``chunk``; returns the events of the lines it completed."""
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
-        return self._inner.feed(bytes(chunk))
+        return cast(list[Event], self._inner.feed(bytes(chunk)))
 
     def finish(self) -> list[Event]:
         """End of stream: events of the last line (if it had no LF). Idempotent."""
-        return self._inner.finish()
+        return cast(list[Event], self._inner.finish())
 
 
 def validate_journal(

@@ -1,16 +1,18 @@
-"""``checkfu-fast`` / ``python -m checkfu_fast``.
+"""The command line: ``checkfu-fast COMMAND ...`` or ``python -m checkfu_fast COMMAND ...``.
 
-Commands:
+Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples):
   normalize [--dialect D] [--reference] [--summary] FILE...   events as JSONL on stdout
   golden [--reference] [DIR]                                   replay golden files, diff precisely
   journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
-  vectors [--live] FILE...                                     replay oneshot-v1 vector files
+  vectors [--live] FILE|DIR...                                 replay oneshot-v1 vector files
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
   report [--by session|model|day] [--json] FILE|DIR...         token and cost totals
 
-Exit codes: 0 success, 1 a golden/vector mismatch, a journal violation, an unreadable file or
-a turn that did not finish, 2 usage error or a rejected contract / vector file.
+Exit codes, the same for every command (see ``EXIT_CODES``): 0 success; 1 a failed check (golden
+or vector mismatch, journal violation, a turn that did not finish), an unreadable input file, or
+nothing to check; 2 usage error (bad option, unknown dialect or bad mapping file, bad budget, a
+rejected contract or vector file); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import DIALECTS, CheckfuError, Normalizer, golden, reference, report
+from . import (
+    DIALECTS,
+    CheckfuError,
+    MappedDialect,
+    Normalizer,
+    __version__,
+    golden,
+    load_dialect,
+    reference,
+    report,
+)
 
 CHUNK = 1 << 20
 
@@ -36,6 +49,16 @@ except ImportError:  # pragma: no cover - orjson is optional
 
     def _dumps(ev: dict[str, Any]) -> bytes:
         return (json.dumps(ev, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _complain(message: str) -> int:
+    """A message on stderr; returns exit status 1 (a failed check, unreadable or empty input)."""
+    print(f"checkfu-fast: {message}", file=sys.stderr)
+    return 1
+
+
+def _unreadable(name: str, exc: OSError) -> int:
+    return _complain(f"{name}: {exc.strerror or exc}")
 
 
 def _stream(
@@ -75,8 +98,7 @@ def _normalize(args: argparse.Namespace) -> int:
                 with open(name, "rb") as f:
                     _stream(f, out, args, name if many else None, counts)
         except OSError as exc:
-            print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
-            status = 1
+            status = _unreadable(name, exc)
     out.flush()
     if args.summary:
         total = sum(counts.values())
@@ -90,6 +112,8 @@ def _golden(args: argparse.Namespace) -> int:
     from . import normalize
 
     fn = reference.normalize if args.reference else normalize
+    if not Path(args.dir).is_dir():
+        return _complain(f"{args.dir}: not a directory")
     failed = total = 0
     for dialect, inp, exp in golden.cases(Path(args.dir)):
         total += 1
@@ -103,7 +127,9 @@ def _golden(args: argparse.Namespace) -> int:
             print(f"    {d}")
         failed += bool(diffs)
     print(f"{total - failed} passed, {failed} failed")
-    return 1 if failed or not total else 0
+    if not total:
+        return _complain(f"{args.dir}: no golden files (DIALECT/NAME.input.jsonl) to check")
+    return 1 if failed else 0
 
 
 def _journal(args: argparse.Namespace) -> int:
@@ -115,8 +141,7 @@ def _journal(args: argparse.Namespace) -> int:
         try:
             data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
         except OSError as exc:
-            print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
-            status = 1
+            status = _unreadable(name, exc)
             continue
         violations = fn(data)
         for v in violations:
@@ -132,7 +157,10 @@ def _journal(args: argparse.Namespace) -> int:
             f"({len(violations)} violations, {unknown} unknown kinds)",
             file=sys.stderr,
         )
-        status = status or (1 if violations else 0)
+        if not records:
+            status = _complain(f"{name}: no journal records to check")
+        elif violations:
+            status = 1
     return status
 
 
@@ -143,14 +171,25 @@ def _vectors(args: argparse.Namespace) -> int:
     names: list[str] = []
     for name in args.files:  # a directory means the *.json files in it
         path = Path(name)
-        names += sorted(map(str, path.glob("*.json"))) if path.is_dir() else [name]
+        if not path.is_dir():
+            names.append(name)
+        elif found := sorted(map(str, path.glob("*.json"))):
+            names += found
+        else:
+            status = max(status, _complain(f"{name}: no vector files (*.json) to check"))
     for name in names:
-        report = check_vector_file(name, live=args.live)
-        for line in report.lines():
+        try:  # unreadable: 1 like every command; a file that is not a vector file: 2
+            with open(name, "rb"):
+                pass
+        except OSError as exc:
+            status = max(status, _unreadable(name, exc))
+            continue
+        checked = check_vector_file(name, live=args.live)
+        for line in checked.lines():
             print(line)
-        if report.error is not None:
+        if checked.error is not None:
             status = 2
-        elif not report.ok:
+        elif not checked.ok:
             status = max(status, 1)
     return status
 
@@ -161,8 +200,12 @@ def _read_json(path: str, what: str) -> Any:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise CheckfuError(f"{what} {path}: {exc.strerror or exc}") from None
+        raise _Unreadable(f"{what} {path}: {exc.strerror or exc}") from None
     return load_json(data, f"{what} {path}")
+
+
+class _Unreadable(Exception):
+    """An input file of ``run`` that cannot be read: exit status 1, like every command."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -173,7 +216,9 @@ def _run(args: argparse.Namespace) -> int:
     contract = validate_contract(_read_json(args.contract, "contract"))
     try:
         prompt = Path(args.prompt_file).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise _Unreadable(f"prompt file {args.prompt_file}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise CheckfuError(f"prompt file {args.prompt_file}: {exc}") from None
     request = TurnRequest(
         prompt,
@@ -205,37 +250,142 @@ def _run(args: argparse.Namespace) -> int:
     out.flush()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(result.resulting_state) + "\n", "utf-8")
-    return 0 if result.observations[-1]["type"] == "observation.finished" else 1
+    last = result.observations[-1]
+    if last["type"] == "observation.finished":
+        return 0
+    return _complain(_failure(last))
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="checkfu-fast", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    n = sub.add_parser("normalize", help="normalize agent streams to events/v1 JSONL")
+def _failure(obs: dict[str, Any]) -> str:
+    """The turn's ending observation for stderr: its type, error code and message (which ends
+    with the harness's stderr tail when the harness failed)."""
+    error = obs.get("payload", {}).get("error") or {}
+    head = f"turn ended with {obs['type']}"
+    if not isinstance(error, dict):
+        return head
+    code, message = error.get("type"), error.get("message")
+    return f"{head}: {code}: {message}" if message else f"{head}: {code}"
+
+
+DESCRIPTION = """\
+Normalize coding-agent CLI streams (claude, cursor, codex, opencode, pi, grok, and dialects
+defined by mapping files) into events/v1 JSONL, replay golden and oneshot-v1 vector files,
+validate runner journals, and run one oneshot-v1 harness turn."""
+EXIT_CODES = """exit codes (every command):
+  0    success
+  1    a failed check (golden or vector mismatch, journal violation, a turn that did not
+       finish), an unreadable input file, or nothing to check (no golden pairs, no vector
+       files in a directory, a journal without records)
+  2    usage error: bad option, unknown dialect or bad mapping file, bad budget, a rejected
+       contract or vector file
+  130  interrupted (Ctrl-C)"""
+EXAMPLES = {
+    None: """examples:
+  checkfu-fast normalize --summary vectors/samples/claude-api-error.jsonl
+  checkfu-fast golden vectors/events
+  checkfu-fast vectors vectors/oneshot
+  checkfu-fast COMMAND --help""",
+    "normalize": """examples:
+  checkfu-fast normalize agent-output.jsonl > events.jsonl
+  claude -p --output-format stream-json --verbose "hi" | checkfu-fast normalize -
+  checkfu-fast normalize --dialect codex --summary run1.jsonl run2.jsonl
+  checkfu-fast normalize --dialect my-format.json stream.jsonl    # a user mapping file""",
+    "golden": """examples:
+  checkfu-fast golden                      # vectors/events
+  checkfu-fast golden --reference vectors/events""",
+    "journal": """examples:
+  checkfu-fast journal runner-journal.jsonl
+  tail -n 1000 runner-journal.jsonl | checkfu-fast journal -""",
+    "dialects": """examples:
+  checkfu-fast dialects""",
+    "vectors": """examples:
+  checkfu-fast vectors vectors/oneshot-v1-author-kit.json
+  checkfu-fast vectors vectors/oneshot               # every *.json in the directory
+  checkfu-fast vectors --live vectors/oneshot""",
+    "report": """examples:
+  checkfu-fast report vectors/samples/
+  checkfu-fast report --by model --json ~/agent-logs/""",
+    "run": """examples:
+  checkfu-fast run contract.json --prompt-file prompt.txt --state-out state.json
+  checkfu-fast run contract.json --prompt-file next.txt --state state.json --env ANTHROPIC_API_KEY
+  checkfu-fast run contract.json --prompt-file p.txt --output-schema answer.schema.json""",
+}
+
+
+def _dialect(value: str) -> str | MappedDialect:
+    """``--dialect``: a dialect name, or the path of a mapping file ending in ``.json``."""
+    if value.endswith(".json"):
+        if not Path(value).is_file():
+            raise argparse.ArgumentTypeError(f"mapping file {value} not found")
+        try:
+            return load_dialect(value)
+        except (CheckfuError, OSError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if value == "auto" or value in DIALECTS:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"unknown dialect {value!r} (choose from auto, {', '.join(DIALECTS)}, "
+        "or give the path of a mapping file ending in .json)"
+    )
+
+
+def _add_dialect(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dialect",
+        type=_dialect,
+        default="auto",
+        metavar="D",
+        help=f"auto (default), {', '.join(DIALECTS)}, or a mapping file PATH.json",
+    )
+
+
+def _command(
+    sub: Any, name: str, help: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=description or help[0].upper() + help[1:] + ".",
+        epilog=f"{EXAMPLES[name]}\n\n{EXIT_CODES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="checkfu-fast",
+        description=DESCRIPTION,
+        epilog=f"{EXAMPLES[None]}\n\n{EXIT_CODES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    n = _command(sub, "normalize", "normalize agent streams to events/v1 JSONL")
     n.add_argument("files", nargs="+", metavar="FILE", help="input file, or - for stdin")
-    n.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
+    _add_dialect(n)
     n.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     n.add_argument("--summary", action="store_true", help="print event counts to stderr")
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)
     n.add_argument("--max-depth", type=int, default=64)
     n.add_argument("--max-nodes", type=int, default=1_000_000)
-    g = sub.add_parser("golden", help="replay golden files and diff")
-    g.add_argument("dir", nargs="?", default="vectors/events")
-    g.add_argument("--reference", action="store_true")
-    j = sub.add_parser("journal", help="validate runner journal records against the schema")
+    g = _command(sub, "golden", "replay golden files and diff")
+    g.add_argument("dir", nargs="?", default="vectors/events", metavar="DIR")
+    g.add_argument("--reference", action="store_true", help="use the pure-Python reference")
+    j = _command(sub, "journal", "validate runner journal records against the schema")
     j.add_argument("files", nargs="+", metavar="FILE", help="journal file, or - for stdin")
     j.add_argument("--reference", action="store_true", help="use the pure-Python reference")
-    sub.add_parser("dialects", help="list dialect names")
-    v = sub.add_parser("vectors", help="replay oneshot-v1 author-kit vector files and diff")
+    _command(sub, "dialects", "list dialect names")
+    v = _command(sub, "vectors", "replay oneshot-v1 author-kit vector files and diff")
     v.add_argument("files", nargs="+", metavar="FILE", help="vector file, or a directory of them")
     v.add_argument("--live", action="store_true", help="run the stub harness for real")
-    r = sub.add_parser("run", help="run one oneshot-v1 turn: observations JSONL, then the state")
+    r = _command(sub, "run", "run one oneshot-v1 turn: observations JSONL, then the state")
     r.add_argument("contract", metavar="CONTRACT.json")
     r.add_argument("--prompt-file", required=True, metavar="P")
     r.add_argument("--state", metavar="S.json", help="the prior state (resume)")
     r.add_argument("--output-schema", metavar="O.json", help="the answer's JSON schema")
     r.add_argument("--state-out", metavar="FILE", help="also write the new state here")
-    r.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
+    _add_dialect(r)
     r.add_argument("--deadline", type=float, default=600.0, help="seconds (default 600)")
     r.add_argument("--output-cap", type=int, default=64 << 20, help="bytes (default 64 MiB)")
     r.add_argument(
@@ -247,26 +397,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
-    report.add_parser(sub)
-    args = p.parse_args(argv)
+    rep = _command(sub, "report", "token and cost totals per session or model")
+    report.add_arguments(rep)
+    _add_dialect(rep)
+    return p
+
+
+def _dialects(args: argparse.Namespace) -> int:
+    print("\n".join(DIALECTS))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "normalize": _normalize,
+    "golden": _golden,
+    "journal": _journal,
+    "dialects": _dialects,
+    "vectors": _vectors,
+    "run": _run,
+    "report": report.main,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
-        if args.command == "normalize":
-            return _normalize(args)
-        if args.command == "golden":
-            return _golden(args)
-        if args.command == "journal":
-            return _journal(args)
-        if args.command == "vectors":
-            return _vectors(args)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "report":
-            return report.main(args)
-        print("\n".join(DIALECTS))
-        return 0
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except _Unreadable as exc:
+        return _complain(str(exc))
     except (CheckfuError, ValueError, NotImplementedError) as exc:
         print(f"checkfu-fast: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: quietly, with the shell's code for SIGINT
+        return 130
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         return 0
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from . import DIALECTS, Normalizer
+from . import Normalizer
 from .usage import UsageFold
 
 CHUNK = 1 << 20
@@ -26,13 +26,11 @@ NO_TIME = (
 )
 
 
-def add_parser(sub: Any) -> None:
-    """Register the ``report`` subcommand on ``sub`` (an argparse subparsers object)."""
-    r = sub.add_parser("report", help="token and cost totals per session or model")
+def add_arguments(r: Any) -> None:
+    """The ``report`` subcommand's arguments, on its argparse parser (cli.py makes it)."""
     r.add_argument("paths", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     r.add_argument("--by", choices=["session", "model", "day"], default="session")
     r.add_argument("--json", action="store_true", help="print JSON for scripts")
-    r.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
@@ -48,7 +46,7 @@ def iter_files(paths: list[str]) -> Iterator[str]:
             yield path
 
 
-def fold_stream(fold: UsageFold, src: BinaryIO, dialect: str = "auto") -> None:
+def fold_stream(fold: UsageFold, src: BinaryIO, dialect: Any = "auto") -> None:
     """Normalize one stream chunk by chunk and fold its events (none are kept)."""
     n = Normalizer(dialect)
     fold.start_stream()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import jsonschema_rs
 
@@ -14,8 +14,11 @@ SCHEMA_FILE = "oneshot-v1.schema.json"
 
 @functools.cache
 def seed() -> dict[str, Any]:
-    text = resources.files("checkfu_fast").joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
-    return json.loads(text)
+    # one name per joinpath: Traversable.joinpath takes a single argument on Python 3.10
+    text = (
+        resources.files("checkfu_fast").joinpath("schemas").joinpath(SCHEMA_FILE).read_text("utf-8")
+    )
+    return cast(dict[str, Any], json.loads(text))
 
 
 def _validator(ref: str) -> Any:

@@ -7,7 +7,7 @@ One error is reported, the first in the order of docs/oneshot.md section 1, as a
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import jsonschema_rs
 
@@ -40,7 +40,7 @@ KNOWN_DRAFTS = {
 }
 
 
-def load_json(text: str | bytes, what: str = "document") -> Any:
+def load_json(text: str | bytes | bytearray, what: str = "document") -> Any:
     """Strict JSON: duplicate keys and NaN/Infinity are errors (``validation.malformed``)."""
 
     def no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def validate_contract(contract: Any) -> dict[str, Any]:
     config = contract.get("configuration_schema")
     if isinstance(config, dict):
         check_configuration_schema(config, "/configuration_schema")
-    return contract
+    return cast(dict[str, Any], contract)
 
 
 def _check_argv(argv: list[str], base: str = "/argv") -> None:

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ContractError
 from . import _schema
@@ -58,7 +58,7 @@ class FileReport:
 
 def _show(value: Any) -> str:
     if value is MISSING:
-        return MISSING
+        return cast(str, MISSING)  # `value is MISSING` makes mypy see Any
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

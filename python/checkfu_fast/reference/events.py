@@ -8,7 +8,7 @@ metadata; :mod:`checkfu_fast.reference` adds ``v``/``seq``/``position``/``dialec
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from .retry import retry_fields
 
@@ -21,7 +21,7 @@ def is_count(x: Any) -> bool:
     """A usable token count or cost: a non-negative JSON number that fits in i64 (no bools)."""
     t = type(x)
     if t is int:
-        return 0 <= x <= _I64_MAX
+        return cast(bool, 0 <= x <= _I64_MAX)
     return t is float and x >= 0.0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Literal
 
 BOM = b"\xef\xbb\xbf"
 WIDE_RAW_BYTES = 256  # bytes after the BOM of a UTF-16/UTF-32 stream kept for WideStream.raw
@@ -26,7 +27,7 @@ _PLAIN = ("plain",)
 _UTF8_BOM = ("bom",)
 
 
-def _start(h: bytes, eos: bool, detect: bool) -> tuple:
+def _start(h: bytes, eos: bool, detect: bool) -> tuple[Any, ...]:
     """Classify the first bytes ``h`` of a stream (``start`` in rust/framing.rs).
 
     ``("more",)`` (hold them: only for fewer than 4 bytes), ``("plain",)``, ``("bom",)`` (a
@@ -45,10 +46,10 @@ def _start(h: bytes, eos: bool, detect: bool) -> tuple:
     return _PLAIN
 
 
-def _wide_start(h: bytes, eos: bool) -> tuple | None:
+def _wide_start(h: bytes, eos: bool) -> tuple[Any, ...] | None:
     """The UTF-16/UTF-32 part of :func:`_start`: None when ``h`` cannot begin such a stream."""
 
-    def wait(at_end: tuple | None) -> tuple | None:
+    def wait(at_end: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
         return at_end if eos else _MORE
 
     n = len(h)
@@ -114,7 +115,7 @@ class WideStream:
         surrogate or a unit beyond U+10FFFF is U+FFFD), up to the first LF (and a CR before it)."""
         body = bytes(self._head[self.bom :])
         width = 4 if self.encoding.startswith("UTF-32") else 2
-        order = "big" if self.encoding.endswith("BE") else "little"
+        order: Literal["big", "little"] = "big" if self.encoding.endswith("BE") else "little"
         n = len(body) - len(body) % width
         units = [int.from_bytes(body[i : i + width], order) for i in range(0, n, width)]
         out = []

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .framing import Framer
 from .parse import JsonError, parse, scan_budget
@@ -76,7 +76,7 @@ def compile_node(s: dict[str, Any]) -> Node:
 def _kind_const(s: dict[str, Any]) -> str | None:
     k = s.get("properties", {}).get("kind", {})
     if isinstance(k.get("const"), str):
-        return k["const"]
+        return cast(str, k["const"])
     for branch in s.get("allOf", []):
         found = _kind_const(branch)
         if found is not None:
@@ -179,7 +179,9 @@ def _ptr(path: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def validate(j: Journal, node: Node, v: Any, path: list[str | int], out: list[tuple]) -> None:
+def validate(
+    j: Journal, node: Node, v: Any, path: list[str | int], out: list[tuple[Any, ...]]
+) -> None:
     """Append ``(pointer, keyword, message)`` for every violation of ``node`` by ``v``."""
     if node.ref is not None:
         validate(j, j.defs[node.ref], v, path, out)
@@ -305,7 +307,7 @@ def check_record(
     name = j.by_kind.get(kind)
     if name is None:
         return [_violation(line, position, kind, "/kind", "unknown_kind", f'unknown kind "{kind}"')]
-    out: list[tuple] = []
+    out: list[tuple[Any, ...]] = []
     validate(j, j.defs[name], value, [], out)
     return [_violation(line, position, kind, p, k, m) for p, k, m in out]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import MappingError
 from .events import Event, classify, kind_for_status, usage
@@ -136,7 +136,9 @@ def _is_literal(x: Any) -> bool:
     return x is None or isinstance(x, (str, bool)) or (type(x) is int)
 
 
-def _obj(x: Any, where: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+def _obj(
+    x: Any, where: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+) -> dict[str, Any]:
     if not isinstance(x, dict):
         raise MappingError(f"{where}: expected an object")
     for k in x:
@@ -453,7 +455,7 @@ def string(s: Str | None, v: Any) -> str | None:
         return None
     for how, arg in s.alts:
         if how == "const":
-            return arg
+            return cast("str | None", arg)
         x = resolve(v, arg)
         if isinstance(x, str) and x:
             return x

@@ -133,7 +133,7 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
         changes = _changes_text(item.get("changes"))
         out = [status("file_change", changes)]
         if item.get("status") == "failed":
-            listed = item.get("changes") if isinstance(item.get("changes"), list) else []
+            listed: list[Any] = item["changes"] if isinstance(item.get("changes"), list) else []
             paths = ", ".join(
                 c["path"] for c in listed if isinstance(c, dict) and isinstance(c.get("path"), str)
             )

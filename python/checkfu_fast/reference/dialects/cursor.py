@@ -5,7 +5,7 @@ Mirror of rust/dialects/cursor.rs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..events import Event, classify, error, msg, status, text_of, tool_call, tool_result, usage
 from .claude import content_events
@@ -73,8 +73,9 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
     name, body = found
     body = body if isinstance(body, dict) else {}
     if name == "function":
-        name = (
-            body.get("name") if isinstance(body.get("name"), str) and body["name"] else "function"
+        name = cast(
+            str,
+            body.get("name") if isinstance(body.get("name"), str) and body["name"] else "function",
         )
         args = body.get("arguments")
     else:

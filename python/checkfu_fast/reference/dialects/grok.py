@@ -181,7 +181,7 @@ def _step_finish(v: dict[str, Any]) -> list[Event]:
     if "usage" in v:
         u = v.get("usage")
         u = u if isinstance(u, dict) else {}
-        ticks = u.get("costUsdTicks")
+        ticks: Any = u.get("costUsdTicks")
         cost = ticks / TICKS_PER_USD if is_count(ticks) else None
         out.append(
             usage(
