@@ -196,8 +196,8 @@ def test_dialect_takes_a_mapping_file_for_every_command_that_has_it() -> None:
         for name, p in subparsers().items()
         if any("--dialect" in a.option_strings for a in p._actions)
     }
-    assert set(with_dialect) == {"normalize", "run"}
-    required = {"normalize": ["-"], "run": ["c.json", "--prompt-file", "p"]}
+    assert set(with_dialect) == {"normalize", "run", "report"}
+    required = {"normalize": ["-"], "run": ["c.json", "--prompt-file", "p"], "report": ["-"]}
     for name, parser in with_dialect.items():
         args = parser.parse_args([*required[name], "--dialect", str(MAPPING)])
         assert isinstance(args.dialect, checkfu_fast.MappedDialect), name
