@@ -509,8 +509,9 @@ fn json_equal(a: &Value<'_>, b: &Value<'_>) -> bool {
 
 const DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/// RFC 3339 `date-time` (leap second 60 allowed, offsets up to 23:59), as `is_date_time`:
-/// `YYYY-MM-DD[Tt]HH:MM:SS(.d+)?([Zz]|[+-]HH:MM)`, ASCII digits only.
+/// RFC 3339 `date-time` (offsets up to 23:59), as `is_date_time`:
+/// `YYYY-MM-DD[Tt]HH:MM:SS(.d+)?([Zz]|[+-]HH:MM)`, ASCII digits only. Second 60 (a leap second)
+/// only where the time, with the offset applied, is 23:59 UTC.
 pub fn is_date_time(s: &str) -> bool {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<u32> {
@@ -544,10 +545,10 @@ pub fn is_date_time(s: &str) -> bool {
             return false;
         }
     }
-    let offset = match b.get(i..) {
-        Some([b'Z' | b'z']) => None,
-        Some([b'+' | b'-', _, _, b':', _, _]) => match (num(i + 1, 2), num(i + 4, 2)) {
-            (Some(h), Some(m)) => Some((h, m)),
+    let (offset, west) = match b.get(i..) {
+        Some([b'Z' | b'z']) => (None, false),
+        Some([sign @ (b'+' | b'-'), _, _, b':', _, _]) => match (num(i + 1, 2), num(i + 4, 2)) {
+            (Some(h), Some(m)) => (Some((h, m)), *sign == b'-'),
             _ => return false,
         },
         _ => return false,
@@ -564,7 +565,22 @@ pub fn is_date_time(s: &str) -> bool {
     if !(1..=days).contains(&day) {
         return false;
     }
-    !matches!(offset, Some((h, m)) if h > 23 || m > 59)
+    if matches!(offset, Some((h, m)) if h > 23 || m > 59) {
+        return false;
+    }
+    if second == 60 {
+        // minutes of the day in UTC: local time minus the offset (east positive), mod 1440
+        let (oh, om) = offset.unwrap_or((0, 0));
+        let off = oh * 60 + om;
+        let local = hour * 60 + minute;
+        let utc = if west {
+            (local + off) % 1440
+        } else {
+            (local + 1440 - off) % 1440
+        };
+        return utc == 23 * 60 + 59;
+    }
+    true
 }
 
 // -- validation -------------------------------------------------------------------------------
@@ -912,6 +928,18 @@ mod tests {
         assert!(!is_date_time("1900-02-29T00:00:00Z"));
         assert!(is_date_time("2016-12-31T23:59:60Z"));
         assert!(!is_date_time("2016-12-31T23:59:61Z"));
+        // a leap second only at 23:59:60 UTC, after applying the offset
+        assert!(is_date_time("2016-12-31T23:59:60.5z"));
+        assert!(!is_date_time("2016-12-31T23:59:60+01:00"));
+        assert!(is_date_time("2017-01-01T00:59:60+01:00"));
+        assert!(is_date_time("2016-12-31T18:59:60-05:00"));
+        assert!(is_date_time("2016-12-31T23:59:60-00:00"));
+        assert!(!is_date_time("2016-12-31T23:59:60-01:00"));
+        assert!(is_date_time("2016-12-31T23:29:60-00:30"));
+        assert!(is_date_time("2017-01-01T23:58:60+23:59"));
+        assert!(is_date_time("2016-12-31T00:00:60-23:59"));
+        assert!(!is_date_time("2016-12-31T12:00:60Z"));
+        assert!(!is_date_time("2016-12-31T23:58:60Z"));
         assert!(is_date_time("2024-01-01T10:00:00+23:59"));
         assert!(!is_date_time("2024-01-01T10:00:00+24:00"));
         assert!(!is_date_time("2024-01-01T10:00:00+23:60"));
