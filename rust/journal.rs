@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::budget::{self, Budget, Over};
+use crate::budget::{self, Budget, OutOfMemory, Over};
 use crate::event::Num;
 use crate::framing::{Framer, Span};
 use crate::parse;
@@ -746,6 +746,7 @@ fn over_message(over: Over, budget: &Budget) -> String {
 enum Parsed<'a> {
     Value(Value<'a>),
     Fail(&'static str, String),
+    OutOfMemory(OutOfMemory),
 }
 
 /// Budget, UTF-8 and JSON checks of one non-blank line (as `normalize::prepare` does them).
@@ -768,6 +769,7 @@ fn parse_line<'a>(data: &'a [u8], first: u8, budget: &Budget) -> Parsed<'a> {
     if matches!(first, b'{' | b'[') {
         match parse::parse_within(text, budget.max_depth, budget.max_nodes) {
             Ok((v, _)) => Parsed::Value(v),
+            Err(parse::Failure::OutOfMemory(e)) => Parsed::OutOfMemory(e),
             Err(parse::Failure::Over(o)) => Parsed::Fail(o.code(), over_message(o, budget)),
             // a later budget crossing still wins over the syntax error (lexical scan semantics)
             Err(parse::Failure::Syntax(e)) => {
@@ -778,9 +780,14 @@ fn parse_line<'a>(data: &'a [u8], first: u8, budget: &Budget) -> Parsed<'a> {
             }
         }
     } else {
-        match parse::parse(text) {
+        match parse::parse_within(text, parse::HARD_DEPTH, usize::MAX) {
             Ok((v, _)) => Parsed::Value(v),
-            Err(e) => syntax(e),
+            Err(parse::Failure::OutOfMemory(e)) => Parsed::OutOfMemory(e),
+            Err(parse::Failure::Syntax(e)) => syntax(e),
+            Err(parse::Failure::Over(_)) => syntax(parse::JsonError {
+                message: "nesting too deep",
+                offset: 0,
+            }),
         }
     }
 }
@@ -793,7 +800,7 @@ fn check_line(
     line: u64,
     budget: &Budget,
     out: &mut Vec<Violation>,
-) {
+) -> Result<(), OutOfMemory> {
     let position = span.position;
     let fail =
         |kind: Option<String>, pointer: &str, keyword: &'static str, message: String| Violation {
@@ -810,32 +817,33 @@ fn check_line(
             budget.max_line_bytes
         );
         out.push(fail(None, "", "line_too_long", m));
-        return;
+        return Ok(());
     }
     let Some(&first) = data.iter().find(|&&c| !is_blank_byte(c)) else {
-        return;
+        return Ok(());
     };
     let value = match parse_line(data, first, budget) {
         Parsed::Value(v) => v,
         Parsed::Fail(code, m) => {
             out.push(fail(None, "", code, m));
-            return;
+            return Ok(());
         }
+        Parsed::OutOfMemory(e) => return Err(e),
     };
     if !value.is_object() {
         out.push(fail(None, "", "type", "a record must be an object".into()));
-        return;
+        return Ok(());
     }
     let Some(kind) = value.str_at("kind") else {
         let m = "a record needs a string \"kind\"".to_string();
         out.push(fail(None, "/kind", "kind", m));
-        return;
+        return Ok(());
     };
     let j = ctx.j;
     let Some(def) = j.by_kind.get(kind).and_then(|&i| j.defs.get(i)) else {
         let m = format!("unknown kind \"{kind}\"");
         out.push(fail(Some(kind.to_string()), "/kind", "unknown_kind", m));
-        return;
+        return Ok(());
     };
     ctx.path.clear();
     ctx.out.clear();
@@ -850,24 +858,25 @@ fn check_line(
             message,
         });
     }
+    Ok(())
 }
 
 /// Every violation in a runner journal, in line order (empty for a valid journal).
 ///
 /// The embedded schema is compiled on first use; should it not compile (a unit test says it
 /// does), the only violation is one with keyword `schema` on line 0.
-pub fn validate_journal(data: &[u8], budget: &Budget) -> Vec<Violation> {
+pub fn validate_journal(data: &[u8], budget: &Budget) -> Result<Vec<Violation>, OutOfMemory> {
     let j = match journal() {
         Ok(j) => j,
         Err(e) => {
-            return vec![Violation {
+            return Ok(vec![Violation {
                 line: 0,
                 position: 0,
                 kind: None,
                 pointer: String::new(),
                 keyword: "schema",
                 message: e.to_string(),
-            }]
+            }])
         }
     };
     let mut framer = Framer::new(budget.max_line_bytes);
@@ -882,18 +891,19 @@ pub fn validate_journal(data: &[u8], budget: &Budget) -> Vec<Violation> {
     let mut run = |chunk: &[u8], spans: &[Span], out: &mut Vec<Violation>| {
         for span in spans {
             line += 1;
-            check_line(&mut ctx, span, span.bytes(chunk), line, budget, out);
+            check_line(&mut ctx, span, span.bytes(chunk), line, budget, out)?;
         }
+        Ok::<(), OutOfMemory>(())
     };
     for chunk in data.chunks(FEED_BYTES) {
         spans.clear();
-        framer.feed(chunk, &mut spans);
-        run(chunk, &spans, &mut out);
+        framer.feed(chunk, &mut spans)?;
+        run(chunk, &spans, &mut out)?;
     }
     spans.clear();
-    framer.finish(&mut spans);
-    run(&[], &spans, &mut out);
-    out
+    framer.finish(&mut spans)?;
+    run(&[], &spans, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -908,7 +918,7 @@ mod tests {
     }
 
     fn check(data: &str) -> Vec<Violation> {
-        validate_journal(data.as_bytes(), &Budget::default())
+        validate_journal(data.as_bytes(), &Budget::default()).unwrap_or_default()
     }
 
     #[test]

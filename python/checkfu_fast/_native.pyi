@@ -27,6 +27,9 @@ def validate_journal(
 ) -> list[dict[str, Any]]: ...
 
 class Normalizer:
+    """Thread-safe: concurrent calls are serialized. An input-sized allocation that fails
+    raises ``MemoryError``; after it, ``feed``/``finish`` raise ``ValueError``."""
+
     def __init__(
         self,
         dialect: str | Mapping,
