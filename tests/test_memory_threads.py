@@ -36,6 +36,8 @@ if case == "pending":  # one line without LF, fed in 16 MiB chunks: the pending 
     chunk = b"x" * (16 << 20)
 elif case == "tree":  # one 200 MB line of 100 M array items: the parse tree
     data = b"[" + b"1," * (100 << 20) + b"1]\n"
+elif case == "journal":  # a journal record holding a 200 MB array: its parse tree
+    data = b'{"kind":"quarantine","x":[' + b"1," * (100 << 20) + b"1]}\n"
 else:  # 64 M blank lines in one chunk: the vector of framed lines
     data = b"\n" * (64 << 20)
 resource.setrlimit(resource.RLIMIT_AS, (vm() + (256 << 20), resource.RLIM_INFINITY))
@@ -43,6 +45,8 @@ try:
     if case == "pending":
         for _ in range(64):
             n.feed(chunk)
+    elif case == "journal":
+        mod.validate_journal(data, **big)
     else:
         mod.normalize(data, "claude", **big)
 except MemoryError:
@@ -66,8 +70,10 @@ if case == "pending":  # the stream state is lost: later calls say so, on both p
         ("native", "pending"),
         ("native", "tree"),
         ("native", "lines"),
+        ("native", "journal"),
         ("reference", "pending"),
         ("reference", "tree"),
+        ("reference", "journal"),
     ],
 )
 def test_allocation_failure_is_memory_error_not_an_abort(impl, case):
