@@ -414,6 +414,11 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(),
     st.integers(min_value=10**300, max_value=10**400),
+    # 4,000 to 5,001 digits (beyond 4,300, Python refuses to print one; built lazily so that
+    # hypothesis never has to repr one)
+    st.tuples(st.sampled_from([3999, 4000, 5000]), st.booleans()).map(
+        lambda t: -(10 ** t[0]) if t[1] else 10 ** t[0]
+    ),
     st.floats(),  # NaN and infinities included: not JSON numbers
     odd_text,
 )
@@ -493,6 +498,13 @@ def test_hostile_configuration_schemas_raise_only_contract_error(config):
             "json.number",
         ),
         ("platform", {"os": object()}, "/platform/os", "json.type"),
+        (
+            "configuration_schema",
+            {"maximum": 10**5000},
+            "/configuration_schema/maximum",
+            "json.number",
+        ),
+        ("argv", [-(10**4000)], "/argv/0", "json.number"),
         ("argv", {"a", "b"}, "/argv", "json.type"),
         ("configuration_schema", {1: {}}, "/configuration_schema", "json.type"),
     ],

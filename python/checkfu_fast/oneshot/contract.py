@@ -38,6 +38,8 @@ TEXT_MAX_DEPTH = 64
 CONTRACT_MAX_NODES = 1_024  # JSON values outside configuration_schema
 CONTRACT_MAX_BYTES = 1 << 20  # UTF-8 bytes of all strings and object keys of the contract
 PRIOR_STATE_MAX_NODES = 64
+MAX_INT_DIGITS = 4_000  # as the core's JSON parser (rust/parse.rs MAX_INT_DIGITS)
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 _SIZE_KEYWORDS = {"maxLength", "maxItems", "maxProperties"}
 # JSON Schema drafts jsonschema-rs validates against their built-in meta-schemas (no network).
@@ -186,8 +188,9 @@ def scan_json(
 ) -> None:
     """One bounded, iterative walk in document order; the first problem found is raised.
 
-    Every value must be in the JSON data model (dict with str keys, list or tuple, str, int,
-    finite float, bool, None; ``validation.malformed`` ``json.type`` / ``json.number``) and no
+    Every value must be in the JSON data model (dict with str keys, list or tuple, str, int of
+    at most 4,000 digits, finite float, bool, None; ``validation.malformed`` ``json.type`` /
+    ``json.number``) and no
     string or key may hold a lone surrogate (``json.unicode``); containers nest at most
     ``max_depth`` (the value itself is depth 1; pointer of the first deeper container); at most
     ``max_nodes`` values (pointer ``nodes_ptr``, or ``base`` plus the root member whose walk
@@ -217,7 +220,16 @@ def scan_json(
                     f"string contains {_lone_surrogate(node)} (not encodable as UTF-8)",
                 )
             continue
-        if node is None or isinstance(node, (bool, int)):
+        if node is None or isinstance(node, bool):
+            continue
+        if isinstance(node, int):
+            if not -_INT_LIMIT < node < _INT_LIMIT:  # Python cannot even print it by default
+                raise ContractError(
+                    MALFORMED,
+                    ptr,
+                    "json.number",
+                    f"an integer of more than {MAX_INT_DIGITS} digits is not accepted",
+                )
             continue
         if isinstance(node, float):
             if node != node or node in (float("inf"), float("-inf")):
