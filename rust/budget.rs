@@ -13,6 +13,40 @@ pub struct Budget {
     pub max_nodes: usize,
 }
 
+/// An allocation whose size came from the input failed (`try_reserve`); the Python layer raises
+/// `MemoryError`. Nothing is half-applied: the state that was being grown is left as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfMemory {
+    /// Bytes (or elements, for vectors of records) that could not be reserved.
+    pub requested: usize,
+}
+
+impl OutOfMemory {
+    /// `try_reserve` of `additional` more elements on `v`, as a typed error.
+    pub fn reserve<T>(v: &mut Vec<T>, additional: usize) -> Result<(), OutOfMemory> {
+        v.try_reserve(additional).map_err(|_| OutOfMemory {
+            requested: additional.saturating_mul(std::mem::size_of::<T>()),
+        })
+    }
+
+    /// `try_reserve` of `additional` more bytes on `s`.
+    pub fn reserve_str(s: &mut String, additional: usize) -> Result<(), OutOfMemory> {
+        s.try_reserve(additional).map_err(|_| OutOfMemory {
+            requested: additional,
+        })
+    }
+}
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "out of memory: could not allocate {} more bytes",
+            self.requested
+        )
+    }
+}
+
 /// Upper bound accepted for `max_depth` (both implementations recurse once per level).
 pub const MAX_DEPTH_LIMIT: usize = 512;
 

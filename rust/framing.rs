@@ -12,6 +12,8 @@
 //! §3); such a stream is not split into lines at all: it is counted, its first bytes kept for
 //! [`WideStream::raw`], and [`Framer::wide`] reports it.
 
+use crate::budget::OutOfMemory;
+
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Bytes after the BOM of a UTF-16/UTF-32 stream kept for [`WideStream::raw`].
@@ -240,13 +242,14 @@ impl Framer {
         self.wide.as_ref()
     }
 
-    /// Frame `chunk`, appending complete lines to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Span>) {
+    /// Frame `chunk`, appending complete lines to `out`. Growing the pending line or `out` is
+    /// fallible (`try_reserve`): on [`OutOfMemory`] the framer must not be fed again.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Span>) -> Result<(), OutOfMemory> {
         let base = self.offset;
         self.offset += chunk.len() as u64;
         if let Some(w) = self.wide.as_mut() {
             w.take(chunk);
-            return;
+            return Ok(());
         }
         let mut pos = 0usize;
         if !self.bom_done {
@@ -256,7 +259,7 @@ impl Framer {
             if decision == Start::More {
                 // only for fewer than 4 bytes: the whole chunk is in `probe`
                 self.head.extend_from_slice(chunk);
-                return;
+                return Ok(());
             }
             self.bom_done = true;
             let head = std::mem::take(&mut self.head);
@@ -266,36 +269,38 @@ impl Framer {
                     w.take(&head);
                     w.take(chunk);
                     self.wide = Some(w);
-                    return;
+                    return Ok(());
                 }
                 Start::Utf8Bom => {
                     pos = 3usize.saturating_sub(head.len());
                     self.start = 3;
                 }
-                Start::More | Start::Plain => self.frame_head(&head, out),
+                Start::More | Start::Plain => self.frame_head(&head, out)?,
             }
         }
         let n = chunk.len();
         while pos < n {
             let rest = chunk.get(pos..).unwrap_or_default();
             let Some(k) = memchr::memchr(b'\n', rest) else {
-                self.take(rest);
+                self.take(rest)?;
                 break;
             };
             let end = pos + k;
+            OutOfMemory::reserve(out, 1)?;
             if self.total == 0 {
                 out.push(self.slice_line(chunk, pos, end));
             } else {
-                self.take(chunk.get(pos..end).unwrap_or_default());
+                self.take(chunk.get(pos..end).unwrap_or_default())?;
                 out.push(self.pending_line(false));
             }
             self.start = base + end as u64 + 1;
             pos = end + 1;
         }
+        Ok(())
     }
 
     /// End of stream: the last line, if it had no LF.
-    pub fn finish(&mut self, out: &mut Vec<Span>) {
+    pub fn finish(&mut self, out: &mut Vec<Span>) -> Result<(), OutOfMemory> {
         if !self.bom_done {
             // fewer than 4 bytes ever arrived and they did not decide
             self.bom_done = true;
@@ -309,38 +314,47 @@ impl Framer {
                 Start::Utf8Bom => {
                     // unreachable: a whole BOM decides in feed; kept for completeness
                     self.start = 3;
-                    self.take(head.get(3..).unwrap_or_default());
+                    self.take(head.get(3..).unwrap_or_default())?;
                 }
-                Start::More | Start::Plain => self.frame_head(&head, out),
+                Start::More | Start::Plain => self.frame_head(&head, out)?,
             }
         }
         if self.wide.is_some() {
-            return;
+            return Ok(());
         }
         if self.total > 0 {
+            OutOfMemory::reserve(out, 1)?;
             out.push(self.pending_line(true));
         }
+        Ok(())
     }
 
     /// Frame the held first bytes of the stream (offset 0; they may hold LFs), copying.
-    fn frame_head(&mut self, head: &[u8], out: &mut Vec<Span>) {
+    fn frame_head(&mut self, head: &[u8], out: &mut Vec<Span>) -> Result<(), OutOfMemory> {
         let mut pos = 0usize;
         while let Some(k) = memchr::memchr(b'\n', head.get(pos..).unwrap_or_default()) {
-            self.take(head.get(pos..pos + k).unwrap_or_default());
+            self.take(head.get(pos..pos + k).unwrap_or_default())?;
+            OutOfMemory::reserve(out, 1)?;
             out.push(self.pending_line(false));
             pos += k + 1;
             self.start = pos as u64;
         }
-        self.take(head.get(pos..).unwrap_or_default());
+        self.take(head.get(pos..).unwrap_or_default())
     }
 
-    fn take(&mut self, bytes: &[u8]) {
-        let Some(&last) = bytes.last() else { return };
+    /// Append to the pending line (at most `max + 1` bytes of it are kept); fallible because
+    /// its size comes from the input.
+    fn take(&mut self, bytes: &[u8]) -> Result<(), OutOfMemory> {
+        let Some(&last) = bytes.last() else {
+            return Ok(());
+        };
         let room = (self.max + 1).saturating_sub(self.pending.len());
-        self.pending
-            .extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+        let kept = bytes.get(..room.min(bytes.len())).unwrap_or_default();
+        OutOfMemory::reserve(&mut self.pending, kept.len())?;
+        self.pending.extend_from_slice(kept);
         self.total += bytes.len() as u64;
         self.last = Some(last);
+        Ok(())
     }
 
     fn slice_line(&self, chunk: &[u8], pos: usize, end: usize) -> Span {
@@ -396,14 +410,14 @@ mod tests {
         let mut res = Vec::new();
         for c in chunks {
             let mut out = Vec::new();
-            f.feed(c, &mut out);
+            assert!(f.feed(c, &mut out).is_ok());
             res.extend(
                 out.iter()
                     .map(|s| (s.position, s.bytes(c).to_vec(), s.total)),
             );
         }
         let mut out = Vec::new();
-        f.finish(&mut out);
+        assert!(f.finish(&mut out).is_ok());
         res.extend(
             out.iter()
                 .map(|s| (s.position, s.bytes(&[]).to_vec(), s.total)),
@@ -450,9 +464,9 @@ mod tests {
         let mut f = Framer::detecting(64);
         let mut out = Vec::new();
         for c in data.chunks(step.max(1)) {
-            f.feed(c, &mut out);
+            assert!(f.feed(c, &mut out).is_ok());
         }
-        f.finish(&mut out);
+        assert!(f.finish(&mut out).is_ok());
         (out.len(), f.wide().cloned())
     }
 
@@ -521,14 +535,14 @@ mod tests {
         let mut res = Vec::new();
         for c in [&b"\n"[..], b"x"] {
             let mut out = Vec::new();
-            f.feed(c, &mut out);
+            assert!(f.feed(c, &mut out).is_ok());
             res.extend(
                 out.iter()
                     .map(|s| (s.position, s.bytes(c).to_vec(), s.total)),
             );
         }
         let mut out = Vec::new();
-        f.finish(&mut out);
+        assert!(f.finish(&mut out).is_ok());
         res.extend(
             out.iter()
                 .map(|s| (s.position, s.bytes(&[]).to_vec(), s.total)),
@@ -540,8 +554,8 @@ mod tests {
     fn plain_framer_does_not_detect() {
         let mut f = Framer::new(64);
         let mut out = Vec::new();
-        f.feed(b"{\x00\n\x00", &mut out);
-        f.finish(&mut out);
+        assert!(f.feed(b"{\x00\n\x00", &mut out).is_ok());
+        assert!(f.finish(&mut out).is_ok());
         assert!(f.wide().is_none());
         assert_eq!(out.len(), 2);
     }

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::budget::{self, Budget, Over};
+use crate::budget::{self, Budget, OutOfMemory, Over};
 use crate::event::Num;
 use crate::framing::{Framer, Span};
 use crate::parse;
@@ -509,8 +509,9 @@ fn json_equal(a: &Value<'_>, b: &Value<'_>) -> bool {
 
 const DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/// RFC 3339 `date-time` (leap second 60 allowed, offsets up to 23:59), as `is_date_time`:
-/// `YYYY-MM-DD[Tt]HH:MM:SS(.d+)?([Zz]|[+-]HH:MM)`, ASCII digits only.
+/// RFC 3339 `date-time` (offsets up to 23:59), as `is_date_time`:
+/// `YYYY-MM-DD[Tt]HH:MM:SS(.d+)?([Zz]|[+-]HH:MM)`, ASCII digits only. Second 60 (a leap second)
+/// only where the time, with the offset applied, is 23:59 UTC.
 pub fn is_date_time(s: &str) -> bool {
     let b = s.as_bytes();
     let num = |from: usize, len: usize| -> Option<u32> {
@@ -544,10 +545,10 @@ pub fn is_date_time(s: &str) -> bool {
             return false;
         }
     }
-    let offset = match b.get(i..) {
-        Some([b'Z' | b'z']) => None,
-        Some([b'+' | b'-', _, _, b':', _, _]) => match (num(i + 1, 2), num(i + 4, 2)) {
-            (Some(h), Some(m)) => Some((h, m)),
+    let (offset, west) = match b.get(i..) {
+        Some([b'Z' | b'z']) => (None, false),
+        Some([sign @ (b'+' | b'-'), _, _, b':', _, _]) => match (num(i + 1, 2), num(i + 4, 2)) {
+            (Some(h), Some(m)) => (Some((h, m)), *sign == b'-'),
             _ => return false,
         },
         _ => return false,
@@ -564,7 +565,22 @@ pub fn is_date_time(s: &str) -> bool {
     if !(1..=days).contains(&day) {
         return false;
     }
-    !matches!(offset, Some((h, m)) if h > 23 || m > 59)
+    if matches!(offset, Some((h, m)) if h > 23 || m > 59) {
+        return false;
+    }
+    if second == 60 {
+        // minutes of the day in UTC: local time minus the offset (east positive), mod 1440
+        let (oh, om) = offset.unwrap_or((0, 0));
+        let off = oh * 60 + om;
+        let local = hour * 60 + minute;
+        let utc = if west {
+            (local + off) % 1440
+        } else {
+            (local + 1440 - off) % 1440
+        };
+        return utc == 23 * 60 + 59;
+    }
+    true
 }
 
 // -- validation -------------------------------------------------------------------------------
@@ -730,6 +746,7 @@ fn over_message(over: Over, budget: &Budget) -> String {
 enum Parsed<'a> {
     Value(Value<'a>),
     Fail(&'static str, String),
+    OutOfMemory(OutOfMemory),
 }
 
 /// Budget, UTF-8 and JSON checks of one non-blank line (as `normalize::prepare` does them).
@@ -752,6 +769,7 @@ fn parse_line<'a>(data: &'a [u8], first: u8, budget: &Budget) -> Parsed<'a> {
     if matches!(first, b'{' | b'[') {
         match parse::parse_within(text, budget.max_depth, budget.max_nodes) {
             Ok((v, _)) => Parsed::Value(v),
+            Err(parse::Failure::OutOfMemory(e)) => Parsed::OutOfMemory(e),
             Err(parse::Failure::Over(o)) => Parsed::Fail(o.code(), over_message(o, budget)),
             // a later budget crossing still wins over the syntax error (lexical scan semantics)
             Err(parse::Failure::Syntax(e)) => {
@@ -762,9 +780,14 @@ fn parse_line<'a>(data: &'a [u8], first: u8, budget: &Budget) -> Parsed<'a> {
             }
         }
     } else {
-        match parse::parse(text) {
+        match parse::parse_within(text, parse::HARD_DEPTH, usize::MAX) {
             Ok((v, _)) => Parsed::Value(v),
-            Err(e) => syntax(e),
+            Err(parse::Failure::OutOfMemory(e)) => Parsed::OutOfMemory(e),
+            Err(parse::Failure::Syntax(e)) => syntax(e),
+            Err(parse::Failure::Over(_)) => syntax(parse::JsonError {
+                message: "nesting too deep",
+                offset: 0,
+            }),
         }
     }
 }
@@ -777,7 +800,7 @@ fn check_line(
     line: u64,
     budget: &Budget,
     out: &mut Vec<Violation>,
-) {
+) -> Result<(), OutOfMemory> {
     let position = span.position;
     let fail =
         |kind: Option<String>, pointer: &str, keyword: &'static str, message: String| Violation {
@@ -794,32 +817,33 @@ fn check_line(
             budget.max_line_bytes
         );
         out.push(fail(None, "", "line_too_long", m));
-        return;
+        return Ok(());
     }
     let Some(&first) = data.iter().find(|&&c| !is_blank_byte(c)) else {
-        return;
+        return Ok(());
     };
     let value = match parse_line(data, first, budget) {
         Parsed::Value(v) => v,
         Parsed::Fail(code, m) => {
             out.push(fail(None, "", code, m));
-            return;
+            return Ok(());
         }
+        Parsed::OutOfMemory(e) => return Err(e),
     };
     if !value.is_object() {
         out.push(fail(None, "", "type", "a record must be an object".into()));
-        return;
+        return Ok(());
     }
     let Some(kind) = value.str_at("kind") else {
         let m = "a record needs a string \"kind\"".to_string();
         out.push(fail(None, "/kind", "kind", m));
-        return;
+        return Ok(());
     };
     let j = ctx.j;
     let Some(def) = j.by_kind.get(kind).and_then(|&i| j.defs.get(i)) else {
         let m = format!("unknown kind \"{kind}\"");
         out.push(fail(Some(kind.to_string()), "/kind", "unknown_kind", m));
-        return;
+        return Ok(());
     };
     ctx.path.clear();
     ctx.out.clear();
@@ -834,24 +858,25 @@ fn check_line(
             message,
         });
     }
+    Ok(())
 }
 
 /// Every violation in a runner journal, in line order (empty for a valid journal).
 ///
 /// The embedded schema is compiled on first use; should it not compile (a unit test says it
 /// does), the only violation is one with keyword `schema` on line 0.
-pub fn validate_journal(data: &[u8], budget: &Budget) -> Vec<Violation> {
+pub fn validate_journal(data: &[u8], budget: &Budget) -> Result<Vec<Violation>, OutOfMemory> {
     let j = match journal() {
         Ok(j) => j,
         Err(e) => {
-            return vec![Violation {
+            return Ok(vec![Violation {
                 line: 0,
                 position: 0,
                 kind: None,
                 pointer: String::new(),
                 keyword: "schema",
                 message: e.to_string(),
-            }]
+            }])
         }
     };
     let mut framer = Framer::new(budget.max_line_bytes);
@@ -866,18 +891,19 @@ pub fn validate_journal(data: &[u8], budget: &Budget) -> Vec<Violation> {
     let mut run = |chunk: &[u8], spans: &[Span], out: &mut Vec<Violation>| {
         for span in spans {
             line += 1;
-            check_line(&mut ctx, span, span.bytes(chunk), line, budget, out);
+            check_line(&mut ctx, span, span.bytes(chunk), line, budget, out)?;
         }
+        Ok::<(), OutOfMemory>(())
     };
     for chunk in data.chunks(FEED_BYTES) {
         spans.clear();
-        framer.feed(chunk, &mut spans);
-        run(chunk, &spans, &mut out);
+        framer.feed(chunk, &mut spans)?;
+        run(chunk, &spans, &mut out)?;
     }
     spans.clear();
-    framer.finish(&mut spans);
-    run(&[], &spans, &mut out);
-    out
+    framer.finish(&mut spans)?;
+    run(&[], &spans, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -892,7 +918,7 @@ mod tests {
     }
 
     fn check(data: &str) -> Vec<Violation> {
-        validate_journal(data.as_bytes(), &Budget::default())
+        validate_journal(data.as_bytes(), &Budget::default()).unwrap_or_default()
     }
 
     #[test]
@@ -912,6 +938,18 @@ mod tests {
         assert!(!is_date_time("1900-02-29T00:00:00Z"));
         assert!(is_date_time("2016-12-31T23:59:60Z"));
         assert!(!is_date_time("2016-12-31T23:59:61Z"));
+        // a leap second only at 23:59:60 UTC, after applying the offset
+        assert!(is_date_time("2016-12-31T23:59:60.5z"));
+        assert!(!is_date_time("2016-12-31T23:59:60+01:00"));
+        assert!(is_date_time("2017-01-01T00:59:60+01:00"));
+        assert!(is_date_time("2016-12-31T18:59:60-05:00"));
+        assert!(is_date_time("2016-12-31T23:59:60-00:00"));
+        assert!(!is_date_time("2016-12-31T23:59:60-01:00"));
+        assert!(is_date_time("2016-12-31T23:29:60-00:30"));
+        assert!(is_date_time("2017-01-01T23:58:60+23:59"));
+        assert!(is_date_time("2016-12-31T00:00:60-23:59"));
+        assert!(!is_date_time("2016-12-31T12:00:60Z"));
+        assert!(!is_date_time("2016-12-31T23:58:60Z"));
         assert!(is_date_time("2024-01-01T10:00:00+23:59"));
         assert!(!is_date_time("2024-01-01T10:00:00+24:00"));
         assert!(!is_date_time("2024-01-01T10:00:00+23:60"));

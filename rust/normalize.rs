@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::budget::{self, Budget};
+use crate::budget::{self, Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
 use crate::event::{status, Event, LineMeta, Text};
 use crate::framing::{Framer, Span, Src, WideStream};
@@ -86,8 +86,13 @@ fn cut_utf8(data: &[u8]) -> &[u8] {
     data
 }
 
-/// Check and parse one framed line; `None` for a blank line.
-pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Option<Prepared<'a>> {
+/// Check and parse one framed line; `None` for a blank line. [`OutOfMemory`] when the parse
+/// tree of the line could not be allocated (the Python layer raises `MemoryError`).
+pub fn prepare<'a>(
+    data: &'a [u8],
+    total: Option<u64>,
+    budget: &Budget,
+) -> Result<Option<Prepared<'a>>, OutOfMemory> {
     if let Some(total) = total {
         let raw = String::from_utf8_lossy(cut_utf8(data));
         let message = format!(
@@ -97,20 +102,22 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
         );
         let mut event = fail("line_too_long", message);
         event.line_bytes = Some(total);
-        return Some(Prepared::Fail {
+        return Ok(Some(Prepared::Fail {
             raw,
             event: Box::new(event),
-        });
+        }));
     }
-    let first = data.iter().position(|&c| !is_blank_byte(c))?;
+    let Some(first) = data.iter().position(|&c| !is_blank_byte(c)) else {
+        return Ok(None);
+    };
     let text = match std::str::from_utf8(data) {
         Ok(t) => t,
         Err(e) => {
             let message = format!("invalid UTF-8 at byte {}", e.valid_up_to());
-            return Some(Prepared::Fail {
+            return Ok(Some(Prepared::Fail {
                 raw: String::from_utf8_lossy(data),
                 event: Box::new(fail("invalid_utf8", message)),
-            });
+            }));
         }
     };
     if matches!(data.get(first), Some(b'{' | b'[')) {
@@ -128,13 +135,14 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
                 event: Box::new(fail(over.code(), message)),
             }
         };
-        return Some(
+        return Ok(Some(
             match parse::parse_within(text, budget.max_depth, budget.max_nodes) {
                 Ok((value, repairs)) => Prepared::Parsed {
                     raw: text,
                     value,
                     repairs,
                 },
+                Err(parse::Failure::OutOfMemory(e)) => return Err(e),
                 Err(parse::Failure::Over(o)) => over(o),
                 // a later budget crossing still wins over the syntax error (lexical scan semantics)
                 Err(parse::Failure::Syntax(e)) => {
@@ -150,19 +158,23 @@ pub fn prepare<'a>(data: &'a [u8], total: Option<u64>, budget: &Budget) -> Optio
                     }
                 }
             },
-        );
+        ));
     }
-    Some(match parse::parse(text) {
-        Ok((value, repairs)) => Prepared::Parsed {
-            raw: text,
-            value,
-            repairs,
+    // a scalar line: one node, no depth; only a long escaped string allocates
+    Ok(Some(
+        match parse::parse_within(text, parse::HARD_DEPTH, usize::MAX) {
+            Ok((value, repairs)) => Prepared::Parsed {
+                raw: text,
+                value,
+                repairs,
+            },
+            Err(parse::Failure::OutOfMemory(e)) => return Err(e),
+            Err(_) => Prepared::Fail {
+                raw: Cow::Borrowed(text),
+                event: Box::new(status("non_json", Some(Cow::Borrowed(text)))),
+            },
         },
-        Err(_) => Prepared::Fail {
-            raw: Cow::Borrowed(text),
-            event: Box::new(status("non_json", Some(Cow::Borrowed(text)))),
-        },
-    })
+    ))
 }
 
 /// One line's events with everything the output needs.
@@ -288,19 +300,22 @@ impl Engine {
 
     /// Frame a chunk: the lines ready for mapping, in order. Held lines are released (owned)
     /// once a line decides the dialect.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Item> {
+    ///
+    /// [`OutOfMemory`]: a buffer sized by the input could not grow; the engine must not be fed
+    /// again (some lines of `chunk` may have been consumed).
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Item>, OutOfMemory> {
         let mut spans = Vec::new();
-        self.framer.feed(chunk, &mut spans);
+        self.framer.feed(chunk, &mut spans)?;
         self.route(spans, chunk, false)
     }
 
     /// End of stream. A UTF-16/UTF-32 stream gives no items; its one event is then ready in
     /// [`Engine::take_stream_error`] (and `auto` settles on the fallback dialect, unannounced).
-    pub fn finish(&mut self) -> Vec<Item> {
+    pub fn finish(&mut self) -> Result<Vec<Item>, OutOfMemory> {
         let mut spans = Vec::new();
         if !self.finished {
             self.finished = true;
-            self.framer.finish(&mut spans);
+            self.framer.finish(&mut spans)?;
             if let Some(w) = self.framer.wide() {
                 self.stream_error = Some(stream_error(w));
                 if self.dialect.is_none() {
@@ -317,8 +332,14 @@ impl Engine {
         self.stream_error.take()
     }
 
-    fn route(&mut self, spans: Vec<Span>, chunk: &[u8], last: bool) -> Vec<Item> {
-        let mut out = Vec::with_capacity(spans.len());
+    fn route(
+        &mut self,
+        spans: Vec<Span>,
+        chunk: &[u8],
+        last: bool,
+    ) -> Result<Vec<Item>, OutOfMemory> {
+        let mut out = Vec::new();
+        OutOfMemory::reserve(&mut out, spans.len())?;
         for span in spans {
             if self.dialect.is_some() {
                 out.push(Item {
@@ -328,30 +349,40 @@ impl Engine {
                 continue;
             }
             let data = span.bytes(chunk);
-            let Some(p) = prepare(data, span.total, &self.budget) else {
+            let Some(p) = prepare(data, span.total, &self.budget)? else {
                 continue;
             };
             let decided = p.value().and_then(sniff);
+            let mut copy = Vec::new();
+            OutOfMemory::reserve(&mut copy, data.len())?;
+            copy.extend_from_slice(data);
             self.held_bytes += data.len();
             let owned = Span {
                 position: span.position,
-                src: Src::Owned(data.to_vec()),
+                src: Src::Owned(copy),
                 total: span.total,
             };
+            OutOfMemory::reserve(&mut self.held, 1)?;
             self.held.push(owned);
             if let Some(d) = decided {
-                self.release(d, false, &mut out);
+                self.release(d, false, &mut out)?;
             } else if self.held.len() >= AUTO_HOLD_LINES || self.held_bytes >= AUTO_HOLD_BYTES {
-                self.release(FALLBACK, true, &mut out);
+                self.release(FALLBACK, true, &mut out)?;
             }
         }
         if last && self.dialect.is_none() && !self.held.is_empty() {
-            self.release(FALLBACK, true, &mut out);
+            self.release(FALLBACK, true, &mut out)?;
         }
-        out
+        Ok(out)
     }
 
-    fn release(&mut self, d: AnyDialect, fallback: bool, out: &mut Vec<Item>) {
+    fn release(
+        &mut self,
+        d: AnyDialect,
+        fallback: bool,
+        out: &mut Vec<Item>,
+    ) -> Result<(), OutOfMemory> {
+        OutOfMemory::reserve(out, self.held.len())?;
         self.dialect = Some(d);
         let held = std::mem::take(&mut self.held);
         let n = held.len();
@@ -362,5 +393,6 @@ impl Engine {
                 fallback: (fallback && i == 0).then_some(n),
             });
         }
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use crate::budget::Over;
+use crate::budget::{OutOfMemory, Over};
 use crate::value::Value;
 
 /// Integers with more digits than this are rejected as out of range.
@@ -35,6 +35,10 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, JsonError> {
             message: "nesting too deep",
             offset: 0,
         }),
+        Err(Failure::OutOfMemory(_)) => Err(JsonError {
+            message: "out of memory",
+            offset: 0,
+        }),
     }
 }
 
@@ -45,6 +49,8 @@ pub enum Failure {
     /// A budget was crossed; the parser counts exactly as [`crate::budget::scan`] does, so on a
     /// valid prefix the first crossing is the one the scan would report.
     Over(Over),
+    /// Growing the tree (an array, an object, an unescaped string) failed: `try_reserve`.
+    OutOfMemory(OutOfMemory),
 }
 
 /// Parse a line, stopping as soon as `max_depth` or `max_nodes` is crossed (so allocation stays
@@ -61,9 +67,13 @@ pub fn parse_within(text: &str, max_depth: usize, max_nodes: usize) -> Result<Pa
         max_depth: max_depth.min(HARD_DEPTH),
         max_nodes,
         over: None,
+        oom: None,
     };
     p.ws();
     let v = p.value();
+    if let Some(e) = p.oom {
+        return Err(Failure::OutOfMemory(e));
+    }
     if let Some(o) = p.over {
         return Err(Failure::Over(o));
     }
@@ -85,6 +95,7 @@ struct Parser<'a> {
     max_depth: usize,
     max_nodes: usize,
     over: Option<Over>,
+    oom: Option<OutOfMemory>,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -116,6 +127,13 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
         }
+    }
+
+    /// Record a failed reservation; the parse stops (`STOPPED`) and reports it.
+    #[cold]
+    fn out_of_memory(&mut self, e: OutOfMemory) -> JsonError {
+        self.oom = Some(e);
+        STOPPED
     }
 
     /// Count one node (a container, string or scalar token), as the lexical scan does.
@@ -244,14 +262,21 @@ impl<'a> Parser<'a> {
                 return Ok(match owned {
                     None => Cow::Borrowed(tail),
                     Some(mut s) => {
+                        if let Err(e) = OutOfMemory::reserve_str(&mut s, tail.len()) {
+                            return Err(self.out_of_memory(e));
+                        }
                         s.push_str(tail);
                         Cow::Owned(s)
                     }
                 });
             }
-            // a backslash at `at`
+            // a backslash at `at`: the run before it and one char (at most 4 bytes) are pushed
             let buf = owned.get_or_insert_with(String::new);
-            buf.push_str(self.s.get(run..at).unwrap_or_default());
+            let pending = self.s.get(run..at).unwrap_or_default();
+            if let Err(e) = OutOfMemory::reserve_str(buf, pending.len() + 4) {
+                return Err(self.out_of_memory(e));
+            }
+            buf.push_str(pending);
             let Some(&e) = self.b.get(at + 1) else {
                 return Err(JsonError {
                     message: "unterminated string",
@@ -331,7 +356,11 @@ impl<'a> Parser<'a> {
         }
         loop {
             self.ws();
-            items.push(self.value()?);
+            let v = self.value()?;
+            if let Err(e) = OutOfMemory::reserve(&mut items, 1) {
+                return Err(self.out_of_memory(e));
+            }
+            items.push(v);
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
@@ -371,6 +400,9 @@ impl<'a> Parser<'a> {
             }
             self.ws();
             let v = self.value()?;
+            if let Err(e) = OutOfMemory::reserve(&mut pairs, 1) {
+                return Err(self.out_of_memory(e));
+            }
             pairs.push((key, v));
             self.ws();
             match self.peek() {

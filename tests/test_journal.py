@@ -264,12 +264,49 @@ def test_messages_agree() -> None:
         ("2026-12-02T17:00:00+24:00", False),
         ("2026-12-02t17:00:00.123456789z", True),
         ("２026-12-02T17:00:00Z", False),
+        # a leap second only at 23:59:60 UTC, the offset applied (local - offset = UTC)
+        ("2016-12-31T23:59:60+01:00", False),
+        ("2017-01-01T00:59:60+01:00", True),
+        ("2016-12-31T18:59:60-05:00", True),
+        ("2016-12-31T23:59:60-05:00", False),
+        ("2016-12-31T23:29:60-00:30", True),
+        ("2016-12-31T23:59:60-00:00", True),
+        ("2017-01-01T23:58:60+23:59", True),
+        ("2016-12-31T00:00:60-23:59", True),
+        ("2016-12-31T12:00:60Z", False),
+        ("2016-12-31T23:58:60Z", False),
+        ("2016-12-31T23:59:60.999z", True),
     ],
 )
 def test_date_time(text: str, ok: bool) -> None:
     assert is_date_time(text) is ok
     rec = {"kind": "queue.window-bypassed", "requestedAt": text}
     assert (checkfu_fast.validate_journal(jsonl([rec])) == []) is ok
+    assert (reference.validate_journal(jsonl([rec])) == []) is ok
+
+
+@given(
+    hour=st.integers(0, 24),
+    minute=st.integers(0, 60),
+    second=st.sampled_from([0, 59, 60, 61]),
+    offset=st.one_of(
+        st.just("Z"),
+        st.tuples(st.sampled_from("+-"), st.integers(0, 24), st.integers(0, 60)).map(
+            lambda t: f"{t[0]}{t[1]:02d}:{t[2]:02d}"
+        ),
+    ),
+)
+def test_date_time_agrees_and_leap_seconds_are_2359_utc(hour, minute, second, offset) -> None:
+    text = f"2016-12-31T{hour:02d}:{minute:02d}:{second:02d}{offset}"
+    rec = {"kind": "queue.window-bypassed", "requestedAt": text}
+    native = checkfu_fast.validate_journal(jsonl([rec])) == []
+    assert native is (reference.validate_journal(jsonl([rec])) == []) is is_date_time(text)
+    # worked out independently of the code under test: shift the local time to UTC
+    oh, om = (0, 0) if offset == "Z" else (int(offset[1:3]), int(offset[4:]))
+    sign = -1 if offset.startswith("-") else 1
+    utc = divmod((hour * 60 + minute - sign * (oh * 60 + om)) % 1440, 60)
+    want = hour <= 23 and minute <= 59 and oh <= 23 and om <= 59 and second <= 60
+    assert native is (want and (second < 60 or utc == (23, 59)))
 
 
 field_values = st.one_of(

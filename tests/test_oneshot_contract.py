@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from checkfu_fast.oneshot import ContractError, TurnRequest, plan_exchange, validate_contract
 from checkfu_fast.oneshot.contract import inspection_work
@@ -388,3 +391,232 @@ def test_hostile_output_schema_nesting():
 def test_float_turn_in_prior_state_gives_an_integer_turn():
     ex = plan_exchange(validate_contract(claude()), TurnRequest("x", dict(STATE, turn=4.0)))
     assert ex["resulting_state"]["turn"] == 5 and type(ex["resulting_state"]["turn"]) is int
+
+
+# -- hostile values: only ContractError, bounded cost ---------------------------------------
+
+
+# strings that often hold lone surrogates (hypothesis' text() never makes them)
+odd_text = st.lists(
+    st.one_of(
+        st.characters(codec="utf-8"),
+        st.integers(0xD800, 0xDFFF).map(chr),
+        st.sampled_from(["{prompt_path}", "\x00", "#", "#/", "~", "/", "$ref", "é"]),
+    ),
+    max_size=8,
+).map("".join)
+refs = st.one_of(
+    odd_text.map(lambda t: "#/" + t),
+    st.sampled_from(["#", "#/", "#/$defs", "#/$defs/a", "#/properties/0", "#/~2", "#%2F", "#a"]),
+    st.sampled_from(["https://example.invalid/s.json", "urn:x", "", "\ud800", "#/$defs/\udc00"]),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**300, max_value=10**400),
+    # 4,000 to 5,001 digits (beyond 4,300, Python refuses to print one; built lazily so that
+    # hypothesis never has to repr one)
+    st.tuples(st.sampled_from([3999, 4000, 5000]), st.booleans()).map(
+        lambda t: -(10 ** t[0]) if t[1] else 10 ** t[0]
+    ),
+    st.floats(),  # NaN and infinities included: not JSON numbers
+    odd_text,
+)
+json_ish = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(odd_text, inner, max_size=4),
+        st.dictionaries(st.sampled_from(["$ref", "$defs", "$id", "$schema"]), refs, max_size=2),
+        st.builds(lambda r, d: {"$ref": r, "$defs": {"a": d}}, refs, inner),
+    ),
+    max_leaves=12,
+)
+not_json = st.sampled_from([object(), {1, 2}, b"bytes", {1: "int key"}, 1j])
+members = st.sampled_from(
+    [*sorted(SEED["$defs"]["CreateOneShotHarnessReleaseContract"]["properties"]), "extra"]
+)
+
+
+def _only_contract_errors(fn, *args):
+    try:
+        return fn(*args)
+    except ContractError as exc:
+        str(exc)  # the message itself must be printable text
+        exc.pointer.encode("utf-8")
+        return None
+
+
+@given(
+    edits=st.dictionaries(members, st.one_of(json_ish, not_json), max_size=3),
+    as_text=st.booleans(),
+    prompt=odd_text,
+    state=st.one_of(st.none(), json_ish, st.just(dict(STATE, last_response="\udfff"))),
+    schema=st.one_of(st.none(), json_ish, not_json),
+)
+def test_hostile_values_raise_only_contract_error(edits, as_text, prompt, state, schema):
+    contract = claude(output_schema_flag="--schema", output_schema_transport="argv_json")
+    contract.update(edits)
+    if as_text:
+        # ensure_ascii escapes lone surrogates as \udXXX, which decode back to them
+        with contextlib.suppress(TypeError, ValueError):
+            contract = json.dumps(contract)
+    valid = _only_contract_errors(validate_contract, contract)
+    request = _only_contract_errors(TurnRequest, prompt, state, schema)
+    if valid is not None and request is not None:
+        ex = _only_contract_errors(plan_exchange, valid, request)
+        if ex is not None:  # everything planned can be handed to a process as UTF-8
+            for a in ex["argv"]:
+                a.encode("utf-8")
+            (ex["stdin"] or "").encode("utf-8")
+
+
+@given(config=json_ish)
+def test_hostile_configuration_schemas_raise_only_contract_error(config):
+    _only_contract_errors(validate_contract, claude(configuration_schema=config))
+    _only_contract_errors(validate_contract, claude(configuration_schema={"properties": config}))
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "pointer", "rule"),
+    [
+        ("argv", ["-p", "\ud800"], "/argv/1", "json.unicode"),
+        ("image", "img\udc00", "/image", "json.unicode"),
+        ("resume_flag", "--\udbff", "/resume_flag", "json.unicode"),
+        ("extra\ud800", 1, "", "json.unicode"),
+        (
+            "configuration_schema",
+            {"$ref": "#/\ud800"},
+            "/configuration_schema/$ref",
+            "json.unicode",
+        ),
+        (
+            "configuration_schema",
+            {"maximum": float("nan")},
+            "/configuration_schema/maximum",
+            "json.number",
+        ),
+        ("platform", {"os": object()}, "/platform/os", "json.type"),
+        (
+            "configuration_schema",
+            {"maximum": 10**5000},
+            "/configuration_schema/maximum",
+            "json.number",
+        ),
+        ("argv", [-(10**4000)], "/argv/0", "json.number"),
+        ("argv", {"a", "b"}, "/argv", "json.type"),
+        ("configuration_schema", {1: {}}, "/configuration_schema", "json.type"),
+    ],
+)
+def test_non_json_and_lone_surrogates_are_malformed(where, value, pointer, rule):
+    err = rejected(claude(**{where: value}))
+    assert (err.code, err.pointer, err.rule) == ("validation.malformed", pointer, rule)
+
+
+def test_lone_surrogates_in_the_request_are_malformed():
+    for args, pointer in [
+        (("a\ud800b",), "/prompt"),
+        (("x", dict(STATE, last_response="\udc00")), "/prior_state/last_response"),
+        (("x", None, {"properties": {"\ud800": {}}}), "/output_schema/properties"),
+        (("x", None, {"enum": [float("inf")]}), "/output_schema/enum/0"),
+    ]:
+        with pytest.raises(ContractError) as info:
+            TurnRequest(*args)
+        assert (info.value.code, info.value.pointer) == ("validation.malformed", pointer)
+    # JSON text escapes decode to lone surrogates too
+    err = rejected(json.dumps(claude(argv=["\udc80"])))
+    assert (err.pointer, err.rule) == ("/argv/0", "json.unicode")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "pointer", "rule"),
+    [
+        ("resume_flag", "x" * 65_537, "/resume_flag", "schema.maxLength"),
+        ("output_schema_flag", "x" * 65_537, "/output_schema_flag", "schema.maxLength"),
+        ("working_directory", "/" + "w" * 4_096, "/working_directory", "schema.maxLength"),
+        ("model_wire_dialects", ["openai_chat"] * 5, "/model_wire_dialects", "schema.maxItems"),
+    ],
+)
+def test_oversize_nullable_fields_are_payload_too_large(field, value, pointer, rule):
+    err = rejected(claude(**{field: value}, output_schema_transport="argv_json"))
+    assert (err.code, err.pointer, err.rule) == ("validation.payload_too_large", pointer, rule)
+    # a wrong value of the right type is still malformed
+    small = {"resume_flag": "", "output_schema_flag": "", "working_directory": "rel"}
+    if field in small:
+        err = rejected(claude(**{field: small[field]}, output_schema_transport="argv_json"))
+        assert (err.code, err.rule) == ("validation.malformed", "schema.anyOf")
+
+
+def one_mb(shape):
+    c = claude()
+    if shape == "argv":
+        c["argv"] = [[i] for i in range(125_000)]
+    elif shape == "dialects":
+        c["model_wire_dialects"] = [[i] for i in range(125_000)]
+    elif shape == "platform":
+        c["platform"] = {f"k{i}": i for i in range(65_000)}
+    elif shape == "config":
+        c["configuration_schema"] = {"properties": {f"p{i}": {} for i in range(100_000)}}
+    else:
+        c["image"] = "i" * 1_100_000  # within no schema limit but the contract's bytes
+    return c
+
+
+@pytest.mark.parametrize(
+    ("shape", "rule", "pointer"),
+    [
+        ("argv", "contract.nodes", "/argv"),
+        ("dialects", "contract.nodes", "/model_wire_dialects"),
+        ("platform", "contract.nodes", "/platform"),
+        ("config", "configuration_schema.nodes", "/configuration_schema"),
+        ("image", "contract.bytes", ""),
+    ],
+)
+def test_a_megabyte_contract_is_rejected_by_the_budget_walk(shape, rule, pointer):
+    # measured in docs/oneshot.md: these took seconds and hundreds of MiB inside jsonschema-rs
+    c = one_mb(shape)
+    err = rejected(c)
+    assert (err.code, err.rule, err.pointer) == ("validation.payload_too_large", rule, pointer)
+    text = json.dumps(c, separators=(",", ":"))
+    assert len(text) >= 900_000
+    err = rejected(text)
+    want = "contract.bytes" if shape == "image" else "json.nodes"
+    assert (err.code, err.rule) == ("validation.payload_too_large", want)
+
+
+def test_text_budgets():
+    err = rejected(b" " * (4 << 20) + b"{}")
+    assert (err.code, err.rule) == ("validation.payload_too_large", "json.bytes")
+    err = rejected("[" * 65 + "]" * 65)
+    assert (err.code, err.rule) == ("validation.payload_too_large", "json.depth")
+    # a valid contract at the largest legitimate shape passes all budgets
+    big = claude(
+        argv=["a" * 500] * 256,
+        configuration_schema={"properties": {f"p{i}": {"type": "string"} for i in range(1999)}},
+        model_wire_dialects=["openai_chat", "anthropic_messages"],
+    )
+    assert validate_contract(json.dumps(big, indent=2)) == big
+
+
+def test_contract_nodes_boundary():
+    def count(v):  # JSON values: every container and scalar, keys not counted
+        if isinstance(v, dict):
+            return 1 + sum(count(x) for x in v.values())
+        if isinstance(v, list):
+            return 1 + sum(count(x) for x in v)
+        return 1
+
+    validate_contract(claude(argv=["x"] * 256))
+    c = claude(platform=None, x=[])
+    c["x"] = list(range(1024 - count(c)))
+    assert count(c) == 1024  # the walk passes, the schema rejects the unknown member
+    assert rejected(c).rule == "schema.additionalProperties"
+    c["x"].append(0)
+    err = rejected(c)
+    assert (err.code, err.rule, err.pointer) == (
+        "validation.payload_too_large",
+        "contract.nodes",
+        "/x",
+    )

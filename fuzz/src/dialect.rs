@@ -154,10 +154,12 @@ fn records(
         } else {
             rest.split_at(sizes.next().copied().unwrap_or(rest.len()).min(rest.len()))
         };
-        let items = if last {
+        let Ok(items) = (if last {
             engine.finish()
         } else {
             engine.feed(chunk)
+        }) else {
+            return out; // an allocation failed (OutOfMemory): not a finding
         };
         assert_eq!(engine.dialect().map(AnyDialect::name), Some(name));
         for it in &items {
@@ -166,7 +168,7 @@ fn records(
                 "a named dialect announced a fallback"
             );
             let bytes = it.span.bytes(chunk);
-            let Some(p) = prepare(bytes, it.span.total, &budget) else {
+            let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) else {
                 continue;
             };
             let rec = map_line(it.span.position, &p, d);

@@ -32,17 +32,19 @@ pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
     let mut chunks: Vec<&[u8]> = body.chunks(step).collect();
     chunks.push(&[]);
     for (i, chunk) in chunks.iter().enumerate() {
-        let items = if i + 1 == chunks.len() {
+        let Ok(items) = (if i + 1 == chunks.len() {
             engine.finish()
         } else {
             engine.feed(chunk)
+        }) else {
+            return; // an allocation failed (OutOfMemory): not a finding
         };
         let Some(d) = engine.dialect().cloned() else {
             continue;
         };
         for it in &items {
             let bytes = it.span.bytes(chunk);
-            if let Some(p) = prepare(bytes, it.span.total, &budget) {
+            if let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) {
                 lines += 1;
                 let rec = map_line(it.span.position, &p, &d);
                 assert!(!rec.events.is_empty(), "a non-blank line gave no event");

@@ -94,7 +94,10 @@ def normalize(
 class Normalizer:
     """Incremental normalizer: ``feed(chunk)`` as bytes arrive, then ``finish()``.
 
-    Any chunking of the same bytes gives the same events (a chunk may end anywhere).
+    Any chunking of the same bytes gives the same events (a chunk may end anywhere). Safe to
+    share between threads: concurrent calls are serialized (each chunk is framed whole, in the
+    order the calls got the lock). If memory runs out, ``MemoryError`` is raised (never an abort)
+    and later calls raise ``ValueError``: the stream state is lost.
     """
 
     def __init__(

@@ -39,6 +39,9 @@ def parse_retry(message: str) -> tuple[str | None, int | None]:
 
 @final
 class Normalizer:
+    """Thread-safe: concurrent calls are serialized. An input-sized allocation that fails
+    raises ``MemoryError``; after it, ``feed``/``finish`` raise ``ValueError``."""
+
     def __new__(
         cls,
         dialect: str | Mapping,

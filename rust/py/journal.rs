@@ -19,7 +19,9 @@ pub(super) fn validate_journal<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let bytes: &[u8] = &data;
-    let found = py.detach(|| crate::journal::validate_journal(bytes, &budget));
+    let found = py
+        .detach(|| crate::journal::validate_journal(bytes, &budget))
+        .map_err(super::oom)?;
     let out = PyList::empty(py);
     for v in &found {
         let d = PyDict::new(py);

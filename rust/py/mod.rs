@@ -4,14 +4,14 @@
 mod convert;
 mod journal;
 
-use pyo3::exceptions::{PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyList;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use crate::budget::{Budget, MAX_DEPTH_LIMIT};
+use crate::budget::{Budget, OutOfMemory, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
 use crate::event::LineMeta;
 use crate::mapping::Mapping;
@@ -61,6 +61,11 @@ fn dialect_arg(d: &Bound<'_, PyAny>) -> PyResult<Option<AnyDialect>> {
             PyNotImplementedError::new_err(format!("dialect {n:?} is not implemented yet"))
         }
     })
+}
+
+/// An input-sized allocation that failed in the core, as Python's `MemoryError`.
+pub(crate) fn oom(e: OutOfMemory) -> PyErr {
+    PyMemoryError::new_err(e.to_string())
 }
 
 pub(crate) fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) -> PyResult<Budget> {
@@ -122,17 +127,19 @@ fn emit(
             end += 1;
         }
         let group = items.get(start..end).unwrap_or_default();
-        let work = || -> Vec<(Option<crate::normalize::Prepared<'_>>, &Item)> {
+        type Ready<'c> = Vec<(Option<crate::normalize::Prepared<'c>>, &'c Item)>;
+        let work = || -> Result<Ready<'_>, OutOfMemory> {
             group
                 .iter()
-                .map(|it| (prepare(it.span.bytes(chunk), it.span.total, budget), it))
+                .map(|it| Ok((prepare(it.span.bytes(chunk), it.span.total, budget)?, it)))
                 .collect()
         };
         let prepared = if bytes >= DETACH_BYTES {
             py.detach(work)
         } else {
             work()
-        };
+        }
+        .map_err(oom)?;
         let map = || -> Vec<(LineEvents<'_>, Option<usize>)> {
             prepared
                 .iter()
@@ -215,10 +222,11 @@ fn normalize<'py>(
         py.detach(|| engine.feed(bytes))
     } else {
         engine.feed(bytes)
-    };
+    }
+    .map_err(oom)?;
     gc_paused(py, big, || {
         emit(py, &items, bytes, &engine, &mut seq, &out)?;
-        let items = engine.finish();
+        let items = engine.finish().map_err(oom)?;
         emit(py, &items, &[], &engine, &mut seq, &out)?;
         emit_stream_error(py, &mut engine, &mut seq, &out)
     })?;
@@ -226,10 +234,35 @@ fn normalize<'py>(
 }
 
 /// Incremental normalizer: `feed(chunk)` then `finish()`.
-#[pyclass(module = "checkfu_fast._native")]
+///
+/// Safe to share between threads: calls are serialized by a lock (waited for with the GIL
+/// released, since the holder needs the GIL to build its events), so each chunk is framed whole
+/// and in the order the calls got the lock. After a `MemoryError` the stream state is lost and
+/// every later call raises `ValueError`.
+#[pyclass(module = "checkfu_fast._native", frozen)]
 struct Normalizer {
+    state: Mutex<State>,
+}
+
+struct State {
     engine: Engine,
     seq: u64,
+    failed: bool,
+}
+
+const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
+
+impl Normalizer {
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
+        loop {
+            match self.state.try_lock() {
+                Ok(guard) => return guard,
+                // a panic never happens on input, but a poisoned lock must not wedge the stream
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+            }
+        }
+    }
 }
 
 #[pymethods]
@@ -243,39 +276,70 @@ impl Normalizer {
         max_nodes: i64,
     ) -> PyResult<Self> {
         Ok(Normalizer {
-            engine: Engine::new(
-                dialect_arg(dialect)?,
-                budget_arg(max_line_bytes, max_depth, max_nodes)?,
-            ),
-            seq: 0,
+            state: Mutex::new(State {
+                engine: Engine::new(
+                    dialect_arg(dialect)?,
+                    budget_arg(max_line_bytes, max_depth, max_nodes)?,
+                ),
+                seq: 0,
+                failed: false,
+            }),
         })
     }
 
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
-        if self.engine.is_finished() {
+    fn feed<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
+        if state.engine.is_finished() {
             return Err(PyValueError::new_err("feed() after finish()"));
         }
         let bytes: &[u8] = &chunk;
-        let engine = &mut self.engine;
+        let engine = &mut state.engine;
         let items = if bytes.len() >= DETACH_BYTES {
             py.detach(|| engine.feed(bytes))
         } else {
             engine.feed(bytes)
         };
-        let out = PyList::empty(py);
-        let (engine, seq) = (&self.engine, &mut self.seq);
-        gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-            emit(py, &items, bytes, engine, seq, &out)
+        let items = items.map_err(|e| {
+            state.failed = true;
+            oom(e)
         })?;
-        Ok(out)
+        let out = PyList::empty(py);
+        let (engine, seq) = (&state.engine, &mut state.seq);
+        let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+            emit(py, &items, bytes, engine, seq, &out)
+        });
+        if done
+            .as_ref()
+            .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
+        {
+            state.failed = true;
+        }
+        done.map(|()| out)
     }
 
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items = self.engine.finish();
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
         let out = PyList::empty(py);
-        emit(py, &items, &[], &self.engine, &mut self.seq, &out)?;
-        emit_stream_error(py, &mut self.engine, &mut self.seq, &out)?;
-        Ok(out)
+        let done = (|| {
+            let items = state.engine.finish().map_err(oom)?;
+            emit(py, &items, &[], &state.engine, &mut state.seq, &out)?;
+            emit_stream_error(py, &mut state.engine, &mut state.seq, &out)
+        })();
+        if done
+            .as_ref()
+            .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
+        {
+            state.failed = true;
+        }
+        done.map(|()| out)
     }
 }
 

@@ -8,12 +8,14 @@ from typing import Any
 from ..errors import ContractError
 from . import _schema
 from .contract import (
+    CONTRACT_MAX_DEPTH,
     MALFORMED,
     PLACEHOLDER,
+    PRIOR_STATE_MAX_NODES,
     REQUEST_MAX_DEPTH,
-    check_depth,
     check_resolved_argv,
     compact_json,
+    scan_json,
 )
 
 DEFAULT_STAGING_ROOT = "/run/checkfu/oneshot"
@@ -32,7 +34,18 @@ class TurnRequest:
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):
             raise ContractError(MALFORMED, "/prompt", "request.prompt", "prompt must be a string")
+        # the prompt goes to the harness as UTF-8 (stdin or a staged file): no lone surrogate
+        scan_json(self.prompt, "/prompt", max_depth=1, depth_rule="request.depth")
         if self.prior_state is not None:
+            scan_json(
+                self.prior_state,
+                "/prior_state",
+                max_depth=CONTRACT_MAX_DEPTH,
+                depth_rule="request.depth",
+                max_nodes=PRIOR_STATE_MAX_NODES,
+                nodes_rule="request.prior_state",
+                nodes_ptr="/prior_state",
+            )
             errors = _schema.sorted_errors(_schema.state_validator(), self.prior_state)
             if errors:
                 e = errors[0]
@@ -43,7 +56,12 @@ class TurnRequest:
                     e.message,
                 )
         if isinstance(self.output_schema, dict):
-            check_depth(self.output_schema, REQUEST_MAX_DEPTH, "/output_schema", "request.depth")
+            scan_json(
+                self.output_schema,
+                "/output_schema",
+                max_depth=REQUEST_MAX_DEPTH,
+                depth_rule="request.depth",
+            )
         if self.output_schema is not None and not isinstance(self.output_schema, dict):
             raise ContractError(
                 MALFORMED,

@@ -7,6 +7,7 @@ imports the native module.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -66,8 +67,16 @@ def check_options(
             raise InvalidOption(f"{name} must be between {low} and {high}, got {value}")
 
 
+_FAILED = "the Normalizer ran out of memory earlier; its stream state is lost"
+
+
 class Normalizer:
-    """Incremental normalizer: ``feed`` chunks, then ``finish``. Any chunking, same events."""
+    """Incremental normalizer: ``feed`` chunks, then ``finish``. Any chunking, same events.
+
+    Safe to share between threads, as the native one: calls are serialized by a lock, so each
+    chunk is framed whole, in the order the calls got the lock. After a ``MemoryError`` every
+    later call raises ``ValueError``.
+    """
 
     def __init__(
         self,
@@ -87,15 +96,34 @@ class Normalizer:
         self._held_bytes = 0
         self._seq = 0
         self._finished = False
+        self._failed = False
+        self._lock = threading.Lock()
 
     def feed(self, chunk: bytes) -> list[Event]:
-        if self._finished:
-            raise ValueError("feed() after finish()")
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError("chunk must be bytes")
-        return self._lines(self._framer.feed(bytes(chunk)), final=False)
+        with self._lock:
+            if self._failed:
+                raise ValueError(_FAILED)
+            if self._finished:
+                raise ValueError("feed() after finish()")
+            try:
+                return self._lines(self._framer.feed(bytes(chunk)), final=False)
+            except MemoryError:
+                self._failed = True
+                raise
 
     def finish(self) -> list[Event]:
+        with self._lock:
+            if self._failed:
+                raise ValueError(_FAILED)
+            try:
+                return self._finish()
+            except MemoryError:
+                self._failed = True
+                raise
+
+    def _finish(self) -> list[Event]:
         if self._finished:
             return []
         self._finished = True

@@ -157,7 +157,8 @@ _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def is_date_time(s: str) -> bool:
-    """RFC 3339 ``date-time`` (leap second 60 allowed, offsets up to 23:59)."""
+    """RFC 3339 ``date-time`` (offsets up to 23:59); second 60 (a leap second) only where the
+    time, with the offset applied, is 23:59 UTC."""
     m = _DT.match(s)
     if m is None:
         return False
@@ -168,8 +169,15 @@ def is_date_time(s: str) -> bool:
     days = 29 if month == 2 and leap else _DAYS[month - 1]
     if not 1 <= day <= days:
         return False
-    offset_ok = m.group(9) is None or (int(m.group(9)) <= 23 and int(m.group(10)) <= 59)
-    return offset_ok
+    offset = 0
+    if m.group(9) is not None:
+        oh, om = int(m.group(9)), int(m.group(10))
+        if oh > 23 or om > 59:
+            return False
+        offset = (oh * 60 + om) * (-1 if m.group(8)[0] == "-" else 1)
+    if second == 60:
+        return (hour * 60 + minute - offset) % 1440 == 23 * 60 + 59
+    return True
 
 
 # -- validation -------------------------------------------------------------------------------
