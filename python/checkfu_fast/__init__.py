@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 from . import reference
+from .audit import audit
 from .errors import (
     CheckfuError,
     DialectNotImplemented,
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidOption",
     "MappedDialect",
     "MappingError",
+    "audit",
     "Normalizer",
     "UnknownDialect",
     "load_dialect",

@@ -6,6 +6,7 @@ Commands:
   journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
   vectors [--live] FILE...                                     replay oneshot-v1 vector files
+  audit [--dialect D] [--json] [--strict] FILE|DIR...          record types and fields nobody knows
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
 
 Exit codes: 0 success, 1 a golden/vector mismatch, a journal violation, an unreadable file or
@@ -246,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
+    a = sub.add_parser("audit", help="drift radar: unknown record types and fields per dialect")
+    a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, or a directory")
+    a.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
+    a.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    a.add_argument("--strict", action="store_true", help="exit 1 when anything is unknown")
+    a.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
     args = p.parse_args(argv)
     try:
         if args.command == "normalize":
@@ -258,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
             return _vectors(args)
         if args.command == "run":
             return _run(args)
+        if args.command == "audit":
+            from .audit import main as audit_main
+
+            return audit_main(args)
         print("\n".join(DIALECTS))
         return 0
     except (CheckfuError, ValueError, NotImplementedError) as exc:
