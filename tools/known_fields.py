@@ -29,7 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 import checkfu_fast  # noqa: E402
-from checkfu_fast.audit import KNOWN_DIR, _base_type, _escape, expand_paths, registry  # noqa: E402
+from checkfu_fast.audit import (  # noqa: E402
+    KNOWN_DIR,
+    Registry,
+    _base_type,
+    _escape,
+    expand_paths,
+    registry,
+    unknown_fields,
+)
 
 DEFAULT = ["vectors/samples", "vectors/events", "../shared/corpus/real", "docs/examples-2026"]
 DOCS = [
@@ -103,6 +111,19 @@ def leaves(v, path, out):
         out.add(path)
 
 
+def _drop(v, parts):
+    head, rest = parts[0], parts[1:]
+    if head == "*" and isinstance(v, list):
+        for x in v:
+            if rest:
+                _drop(x, rest)
+    elif isinstance(v, dict) and head in v:
+        if rest:
+            _drop(v[head], rest)
+        else:
+            del v[head]
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if a != "--write"]
     docs = "".join((ROOT / p).read_text("utf-8") for p in DOCS)
@@ -136,7 +157,7 @@ def main() -> None:
         if d == "cursor":
             src += (ROOT / "python/checkfu_fast/reference/dialects/claude.py").read_text("utf-8")
 
-        def known_key(k: str) -> bool:
+        def known_key(k: str, src: str = src, d: str = d) -> bool:
             k = k.replace("~1", "/").replace("~0", "~")
             return (
                 k in ("*", "**")
@@ -179,6 +200,12 @@ def main() -> None:
                 records[base] = {"sample": records[subs[0]]["sample"], "fields": union}
         records = dict(sorted(records.items()))
         doc["records"], doc["documented"] = records, documented
+        # a sample holds known fields only: drop the ones the registry does not know
+        reg = Registry(doc, str(path))
+        for name, rec in records.items():
+            for pointer in unknown_fields(reg.trie(name), rec["sample"]):
+                parts = [s.replace("~1", "/").replace("~0", "~") for s in pointer[1:].split("/")]
+                _drop(rec["sample"], parts)
         print(f"{d}: {len(records)} records, {len(documented)} documented only")
         for r in rejected:
             print("   unknown:", *r)

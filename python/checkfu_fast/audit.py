@@ -215,15 +215,15 @@ def _base_type(ev: dict[str, Any]) -> str:
 
 class _DialectReport:
     __slots__ = (
-        "lines",
-        "records",
-        "unknown",
-        "fields",
-        "unregistered",
-        "framing",
-        "notices",
         "error_kinds",
         "errors",
+        "fields",
+        "framing",
+        "lines",
+        "notices",
+        "records",
+        "unknown",
+        "unregistered",
     )
 
     def __init__(self) -> None:
@@ -242,7 +242,7 @@ class _DialectReport:
             out = []
             for k in sorted(table):
                 count, first = table[k]
-                ident = dict(zip(keys, k if isinstance(k, tuple) else (k,)))
+                ident = dict(zip(keys, k if isinstance(k, tuple) else (k,), strict=True))
                 out.append({**ident, "count": count, "first": first})
             return out
 
@@ -462,9 +462,8 @@ def format_table(report: dict[str, Any]) -> str:
         if d["unknown_fields"]:
             lines.append("  unknown fields")
             for u in d["unknown_fields"]:
-                lines.append(
-                    f"    {u['count']:7d}  {u['record']}  {u['pointer']}  first {_where(u['first'])}"
-                )
+                where = _where(u["first"])
+                lines.append(f"    {u['count']:7d}  {u['record']}  {u['pointer']}  first {where}")
         if d["unregistered_records"]:
             lines.append("  mapped but not in the registry (fields not checked)")
             for u in d["unregistered_records"]:
