@@ -114,18 +114,24 @@ def test_auto_fallback_notice_is_not_a_line_and_error_kinds_are_counted() -> Non
 
 def test_subtype_naming_per_dialect() -> None:
     cases = {
-        "codex": (b'{"type":"item.completed","item":{"id":"i","type":"reasoning","text":"t"}}', "item.completed/reasoning"),
+        "codex": (
+            b'{"type":"item.completed","item":{"id":"i","type":"reasoning","text":"t"}}',
+            "item.completed/reasoning",
+        ),
         "cursor": (
             b'{"type":"tool_call","subtype":"started","call_id":"c",'
             b'"tool_call":{"readToolCall":{"args":{"path":"a"}}}}',
             "tool_call/readToolCall",
         ),
-        "pi": (b'{"type":"message_end","message":{"role":"user","content":"hi"}}', "message_end/user"),
+        "pi": (
+            b'{"type":"message_end","message":{"role":"user","content":"hi"}}',
+            "message_end/user",
+        ),
         "opencode": (
             b'{"type":"error","error":{"name":"UnknownError","data":{"message":"m"}}}',
             "error/UnknownError",
         ),
-    }  # fmt: skip
+    }
     for dialect, (line, name) in cases.items():
         d = checkfu_fast.audit(line, dialect)["dialects"][dialect]
         assert d["records"] == {name: 1}, dialect
