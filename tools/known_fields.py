@@ -5,9 +5,10 @@ samples, the golden inputs, the real corpus and the 2026 examples), and for ever
 proposes the pointers it saw, under the policy of docs/audit.md:
 
 * a pointer is known when every key on it (outside a free-form subtree) is read by the dialect
-  module (a string literal in python/checkfu_fast/reference/dialects/<d>.py) or named in the
-  research notes (../shared/spec/dialect-formats.md, formats-2026.md, dialects.md,
-  docs/formats-2026.md, docs/session-files-2026.md) or in the vendor's public schema the
+  module (a string literal in python/checkfu_fast/reference/dialects/<d>.py), or named in the
+  research notes about that CLI (a line under a heading that names the CLI, or naming it
+  itself, in ../shared/spec/dialect-formats.md, formats-2026.md, dialects.md,
+  docs/formats-2026.md or docs/session-files-2026.md), or in the vendor's public schema the
   dialect follows (EXTRA below); anything else stays unknown, so the audit reports it;
 * a record type that the normalizer maps goes to ``records`` with a sample line; one that it
   maps to ``status/unknown`` today goes to ``documented`` (fields known for when it is mapped)
@@ -87,8 +88,9 @@ RULES: dict[str, list[tuple[str, str]]] = {
 EXTRA = {
     # Anthropic Messages API: SSE events and context management
     "claude": {"content_block", "partial_json", "applied_edits"},
-    # Agent Client Protocol tool-call content: diff and terminal items
-    "grok": {"newText", "oldText", "terminalId"},
+    # Agent Client Protocol (grok streaming-json follows it): tool-call content items (diff,
+    # terminal), tool-call locations, plan entry priority
+    "grok": {"newText", "oldText", "terminalId", "locations", "path", "priority"},
 }
 
 
@@ -111,6 +113,26 @@ def leaves(v, path, out):
         out.add(path)
 
 
+NAMES = {d: re.compile(rf"(?<![A-Za-z0-9_-]){d}(?![A-Za-z0-9_-])", re.I) for d in CODED}
+
+
+def notes_for(dialect: str) -> str:
+    """The lines of the notes that are about ``dialect``: under a heading naming it, or naming
+    it themselves (a table row, a sentence)."""
+    name = NAMES[dialect]
+    out = []
+    for p in DOCS:
+        h2 = h3 = ""
+        for line in (ROOT / p).read_text("utf-8").splitlines():
+            if line.startswith("## "):
+                h2, h3 = line, ""
+            elif line.startswith("### "):
+                h3 = line
+            if name.search(h2) or name.search(h3) or name.search(line):
+                out.append(line)
+    return "\n".join(out)
+
+
 def _drop(v, parts):
     head, rest = parts[0], parts[1:]
     if head == "*" and isinstance(v, list):
@@ -126,7 +148,6 @@ def _drop(v, parts):
 
 def main() -> None:
     args = [a for a in sys.argv[1:] if a != "--write"]
-    docs = "".join((ROOT / p).read_text("utf-8") for p in DOCS)
     seen = defaultdict(lambda: defaultdict(set))
     mapped = defaultdict(dict)  # dialect -> record -> shortest sample raw
     unknown = defaultdict(set)
@@ -153,11 +174,12 @@ def main() -> None:
             leaves(p, "", s)
             seen[d][name] |= s
     for d in CODED:
+        docs = notes_for(d)
         src = (ROOT / f"python/checkfu_fast/reference/dialects/{d}.py").read_text("utf-8")
         if d == "cursor":
             src += (ROOT / "python/checkfu_fast/reference/dialects/claude.py").read_text("utf-8")
 
-        def known_key(k: str, src: str = src, d: str = d) -> bool:
+        def known_key(k: str, src: str = src, d: str = d, docs: str = docs) -> bool:
             k = k.replace("~1", "/").replace("~0", "~")
             return (
                 k in ("*", "**")

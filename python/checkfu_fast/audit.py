@@ -444,6 +444,9 @@ def _where(first: dict[str, Any]) -> str:
     return f"{first['file'] if first['file'] is not None else '-'}@{first['position']}"
 
 
+_TITLES = (("framing", "not records"), ("notices", "notices"), ("error_kinds", "error kinds"))
+
+
 def format_table(report: dict[str, Any]) -> str:
     """The human form of a report."""
     lines = [f"{report['files']} file(s), {report['lines']} line(s)"]
@@ -468,7 +471,7 @@ def format_table(report: dict[str, Any]) -> str:
             lines.append("  mapped but not in the registry (fields not checked)")
             for u in d["unregistered_records"]:
                 lines.append(f"    {u['count']:7d}  {u['type']}  first {_where(u['first'])}")
-        for key, title in (("framing", "not records"), ("error_kinds", "error kinds")):
+        for key, title in _TITLES:
             if d[key]:
                 lines.append(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in d[key].items()))
     return "\n".join(lines)
