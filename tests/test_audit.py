@@ -329,3 +329,13 @@ def test_examples_2026_drift() -> None:
         doc = json.loads((KNOWN_DIR / f"{name}.json").read_text("utf-8"))
         for u in d["unknown_records"]:
             assert u["type"] in doc["documented"] or u["type"] == "error", (name, u["type"])
+
+
+def test_docs_example_is_the_real_output() -> None:
+    doc = (ROOT / "docs" / "audit.md").read_text("utf-8")
+    for block in doc.split("```python\n")[1:]:
+        exec(compile(block.split("```")[0], "docs/audit.md", "exec"), {})
+    pasted = doc.split("`checkfu-fast audit vectors/samples`")[1].split("```text\n")[1]
+    res = run("vectors/samples")
+    assert res.returncode == 0
+    assert pasted.split("```")[0] == res.stdout.decode()
