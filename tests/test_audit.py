@@ -98,6 +98,7 @@ def test_exact_report_on_a_hand_written_stream(ref: bool) -> None:
                 "notices": {},
                 "error_kinds": {},
                 "errors": {},
+                "overflow": 0,
             }
         },
     }
@@ -260,6 +261,18 @@ def test_large_file_streamed_in_chunks_gives_the_same_report(tmp_path: Path) -> 
         "system/init": 2,
         "system/thinking_tokens": 1,
     }
+
+
+def test_the_report_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    audit_module = sys.modules["checkfu_fast.audit"]  # the attribute is the function
+    monkeypatch.setattr(audit_module, "MAX_ENTRIES", 3)
+    lines = b"".join(b'{"type":"result","k%d":1}\n' % i for i in range(5))
+    lines += b"".join(b'{"type":"t%d"}\n' % i for i in range(5))
+    d = checkfu_fast.audit(lines, "claude")["dialects"]["claude"]
+    assert len(d["unknown_fields"]) == 3 and len(d["records"]) == 3
+    # 2 fields did not fit; of the 5 new types, 2 fit (result is the first), 3 did not
+    assert d["overflow"] == 2 + 3
+    assert audit_module.has_unknowns({"dialects": {"claude": {**d, "unknown_fields": []}}})
 
 
 def test_mapped_dialect_has_no_registry() -> None:

@@ -11,7 +11,7 @@ import warnings
 from typing import Any
 
 from . import reference
-from .audit import audit
+from .audit import audit, audit_files
 from .errors import (
     CheckfuError,
     DialectNotImplemented,
@@ -46,6 +46,7 @@ __all__ = [
     "Normalizer",
     "UnknownDialect",
     "audit",
+    "audit_files",
     "load_dialect",
     "normalize",
     "reference",

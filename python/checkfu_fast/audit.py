@@ -28,6 +28,9 @@ from typing import Any
 
 KNOWN_DIR = Path(__file__).resolve().parent / "dialects" / "known"
 CHUNK = 1 << 20
+# distinct record types / unknown entries kept per dialect and table: the report stays bounded
+# on hostile input (random keys); what does not fit is counted in `overflow`
+MAX_ENTRIES = 10_000
 
 # events that describe the stream, not a line of it (they share the first line's position)
 _NOTICES = frozenset({"dialect_fallback"})
@@ -157,9 +160,11 @@ _REGISTRIES: dict[str, Registry | None] = {}
 def registry(dialect: str) -> Registry | None:
     """The shipped registry of ``dialect`` (None for a dialect without one)."""
     if dialect not in _REGISTRIES:
-        path = KNOWN_DIR / f"{dialect}.json"
+        # only the shipped files: a dialect name comes from a (user) mapping, never a path
+        shipped = {p.stem: p for p in KNOWN_DIR.glob("*.json")}
+        path = shipped.get(dialect)
         _REGISTRIES[dialect] = (
-            Registry(json.loads(path.read_text("utf-8")), str(path)) if path.is_file() else None
+            Registry(json.loads(path.read_text("utf-8")), str(path)) if path is not None else None
         )
     return _REGISTRIES[dialect]
 
@@ -221,6 +226,7 @@ class _DialectReport:
         "framing",
         "lines",
         "notices",
+        "overflow",
         "records",
         "unknown",
         "unregistered",
@@ -236,6 +242,16 @@ class _DialectReport:
         self.notices: Counter[str] = Counter()
         self.error_kinds: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        self.overflow = 0
+
+    def bump(self, table: dict[Any, list[Any]], key: Any, first: dict[str, Any]) -> None:
+        slot = table.get(key)
+        if slot is not None:
+            slot[0] += 1
+        elif len(table) < MAX_ENTRIES:
+            table[key] = [1, first]
+        else:
+            self.overflow += 1
 
     def as_dict(self, has_registry: bool) -> dict[str, Any]:
         def firsts(table: dict[Any, list[Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -257,6 +273,7 @@ class _DialectReport:
             "notices": dict(sorted(self.notices.items())),
             "error_kinds": dict(sorted(self.error_kinds.items())),
             "errors": dict(sorted(self.errors.items())),
+            "overflow": self.overflow,
         }
 
 
@@ -305,32 +322,22 @@ class Auditor:
         reg = registry(dialect)
         base = _base_type(ev)
         name = reg.record_type(base, value) if reg is not None else base
+        if name not in r.records and len(r.records) >= MAX_ENTRIES:
+            r.overflow += 1
+            return
         r.records[name] += 1
         first = {"file": file, "position": ev["position"]}
         if unknown:
-            slot = r.unknown.get(name)
-            if slot is None:
-                r.unknown[name] = [1, first]
-            else:
-                slot[0] += 1
+            r.bump(r.unknown, name, first)
             return
         if reg is None:
             return
         trie = reg.trie(name)
         if trie is None:
-            slot = r.unregistered.get(name)
-            if slot is None:
-                r.unregistered[name] = [1, first]
-            else:
-                slot[0] += 1
+            r.bump(r.unregistered, name, first)
             return
         for pointer in dict.fromkeys(unknown_fields(trie, value)):  # once per line
-            key = (name, pointer)
-            slot = r.fields.get(key)
-            if slot is None:
-                r.fields[key] = [1, first]
-            else:
-                slot[0] += 1
+            r.bump(r.fields, (name, pointer), first)
 
     def result(self) -> dict[str, Any]:
         """The report: ``{"files", "lines", "dialects": {NAME: {...}}}`` (docs/audit.md)."""
@@ -433,9 +440,13 @@ def _select(paths: Iterable[str], suffixes: tuple[str, ...] | None) -> list[str]
 
 
 def has_unknowns(report: dict[str, Any]) -> bool:
-    """True when any dialect has an unknown record type, unknown field or unregistered record."""
+    """True when any dialect has an unknown record type, unknown field, unregistered record
+    type, or entries that did not fit in the report (``overflow``)."""
     return any(
-        d["unknown_records"] or d["unknown_fields"] or d.get("unregistered_records")
+        d["unknown_records"]
+        or d["unknown_fields"]
+        or d.get("unregistered_records")
+        or d.get("overflow")
         for d in report["dialects"].values()
     )
 
@@ -471,6 +482,8 @@ def format_table(report: dict[str, Any]) -> str:
             lines.append("  mapped but not in the registry (fields not checked)")
             for u in d["unregistered_records"]:
                 lines.append(f"    {u['count']:7d}  {u['type']}  first {_where(u['first'])}")
+        if d["overflow"]:
+            lines.append(f"  overflow: {d['overflow']} entries did not fit in the report")
         for key, title in _TITLES:
             if d[key]:
                 lines.append(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in d[key].items()))
