@@ -240,6 +240,19 @@ def test_strict_exit_codes(tmp_path: Path) -> None:
     assert run("--dialect", "bogus", str(clean)).returncode == 2
 
 
+def test_stdin() -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "checkfu_fast", "audit", "--json", "--strict", "-"],
+        input=L0 + L1,
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert res.returncode == 1
+    (u,) = json.loads(res.stdout)["dialects"]["claude"]["unknown_records"]
+    assert u == {"type": "system/thinking_tokens", "count": 1, "first": {"file": "-", "position": 85}}
+
+
 def test_human_table() -> None:
     res = run(str(SAMPLES / "claude-api-error.jsonl"))
     out = res.stdout.decode()

@@ -5,7 +5,8 @@ samples, the golden inputs, the real corpus and the 2026 examples), and for ever
 proposes the pointers it saw, under the policy of docs/audit.md:
 
 * a pointer is known when every key on it (outside a free-form subtree) is read by the dialect
-  module (a string literal in python/checkfu_fast/reference/dialects/<d>.py), or named in the
+  module (a string literal in python/checkfu_fast/reference/dialects/<d>.py or its twin
+  rust/dialects/<d>.rs), or named in the
   research notes about that CLI (a line under a heading that names the CLI, or naming it
   itself, in ../shared/spec/dialect-formats.md, formats-2026.md, dialects.md,
   docs/formats-2026.md or docs/session-files-2026.md), or in the vendor's public schema the
@@ -176,8 +177,10 @@ def main() -> None:
     for d in CODED:
         docs = notes_for(d)
         src = (ROOT / f"python/checkfu_fast/reference/dialects/{d}.py").read_text("utf-8")
-        if d == "cursor":
+        src += (ROOT / f"rust/dialects/{d}.rs").read_text("utf-8")  # the twin reads the same
+        if d == "cursor":  # cursor content blocks are claude's
             src += (ROOT / "python/checkfu_fast/reference/dialects/claude.py").read_text("utf-8")
+            src += (ROOT / "rust/dialects/claude.rs").read_text("utf-8")
 
         def known_key(k: str, src: str = src, d: str = d, docs: str = docs) -> bool:
             k = k.replace("~1", "/").replace("~0", "~")

@@ -407,7 +407,8 @@ def audit_files(
     reference: bool = False,
     suffixes: tuple[str, ...] | None = (".jsonl", ".ndjson"),
 ) -> tuple[dict[str, Any], list[str]]:
-    """Audit files and directories (recursively, sorted), one file at a time in 1 MiB chunks.
+    """Audit files and directories (recursively, sorted), one file at a time in 1 MiB chunks;
+    ``-`` is stdin.
 
     Files found inside a directory are kept only when their name ends with one of ``suffixes``
     (None keeps all); a file named directly is always read. Returns the report and the list of
@@ -417,16 +418,23 @@ def audit_files(
     failed: list[str] = []
     for name in _select(paths, suffixes):
         try:
-            with open(name, "rb") as f:
-                n = _normalizer(dialect, reference)
-                while chunk := f.read(CHUNK):
-                    a.add(n.feed(chunk), name)
-                a.add(n.finish(), name)
+            if name == "-":
+                _feed(a, sys.stdin.buffer, name, dialect, reference)
+            else:
+                with open(name, "rb") as f:
+                    _feed(a, f, name, dialect, reference)
         except OSError as exc:
             failed.append(f"{name}: {exc.strerror or exc}")
             continue
         a.files += 1
     return a.result(), failed
+
+
+def _feed(a: Auditor, f: Any, name: str, dialect: Any, reference: bool) -> None:
+    n = _normalizer(dialect, reference)
+    while chunk := f.read(CHUNK):
+        a.add(n.feed(chunk), name)
+    a.add(n.finish(), name)
 
 
 def _select(paths: Iterable[str], suffixes: tuple[str, ...] | None) -> list[str]:
