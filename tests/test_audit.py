@@ -250,7 +250,8 @@ def test_stdin() -> None:
     )
     assert res.returncode == 1
     (u,) = json.loads(res.stdout)["dialects"]["claude"]["unknown_records"]
-    assert u == {"type": "system/thinking_tokens", "count": 1, "first": {"file": "-", "position": 85}}
+    assert u["type"] == "system/thinking_tokens" and u["count"] == 1
+    assert u["first"] == {"file": "-", "position": 85}
 
 
 def test_human_table() -> None:

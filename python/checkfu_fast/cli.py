@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
     a = sub.add_parser("audit", help="drift radar: unknown record types and fields per dialect")
-    a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, a directory, or - for stdin")
+    a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     a.add_argument("--dialect", default="auto", choices=["auto", *DIALECTS])
     a.add_argument("--json", action="store_true", help="print the report as one JSON object")
     a.add_argument("--strict", action="store_true", help="exit 1 when anything is unknown")
