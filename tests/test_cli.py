@@ -104,7 +104,7 @@ GEMINI = (
     b'{"type":"init","session_id":"s-1","model":"gemini-2.5-pro"}\n'
     b'{"type":"message","role":"assistant","content":"Sure","timestamp":"t"}\n'
 )
-COMMAND_NAMES = ("normalize", "golden", "journal", "dialects", "vectors", "run", "report")
+COMMAND_NAMES = ("normalize", "golden", "journal", "dialects", "vectors", "run", "report", "audit")
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -196,8 +196,13 @@ def test_dialect_takes_a_mapping_file_for_every_command_that_has_it() -> None:
         for name, p in subparsers().items()
         if any("--dialect" in a.option_strings for a in p._actions)
     }
-    assert set(with_dialect) == {"normalize", "run", "report"}
-    required = {"normalize": ["-"], "run": ["c.json", "--prompt-file", "p"], "report": ["-"]}
+    assert set(with_dialect) == {"normalize", "run", "report", "audit"}
+    required = {
+        "normalize": ["-"],
+        "run": ["c.json", "--prompt-file", "p"],
+        "report": ["-"],
+        "audit": ["-"],
+    }
     for name, parser in with_dialect.items():
         args = parser.parse_args([*required[name], "--dialect", str(MAPPING)])
         assert isinstance(args.dialect, checkfu_fast.MappedDialect), name
@@ -254,6 +259,7 @@ REQUIRED = {
     "vectors": ["x"],
     "run": ["c", "--prompt-file", "p"],
     "report": ["-"],
+    "audit": ["-"],
 }
 
 

@@ -11,6 +11,7 @@ import warnings
 from typing import Any, cast
 
 from . import reference
+from .audit import audit, audit_files
 from .errors import (
     CheckfuError,
     DialectNotImplemented,
@@ -46,6 +47,8 @@ __all__ = [
     "Normalizer",
     "UnknownDialect",
     "UsageFold",
+    "audit",
+    "audit_files",
     "load_dialect",
     "normalize",
     "reference",

@@ -6,6 +6,7 @@ Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples)
   journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
   vectors [--live] FILE|DIR...                                 replay oneshot-v1 vector files
+  audit [--dialect D] [--json] [--strict] FILE|DIR...          record types and fields nobody knows
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
   report [--by session|model|day] [--json] FILE|DIR...         token and cost totals
 
@@ -302,6 +303,9 @@ EXAMPLES = {
   checkfu-fast vectors vectors/oneshot-v1-author-kit.json
   checkfu-fast vectors vectors/oneshot               # every *.json in the directory
   checkfu-fast vectors --live vectors/oneshot""",
+    "audit": """examples:
+  checkfu-fast audit vectors/samples/
+  checkfu-fast audit --strict --dialect claude --json today/*.jsonl   # CI of a pinned CLI""",
     "report": """examples:
   checkfu-fast report vectors/samples/
   checkfu-fast report --by model --json ~/agent-logs/""",
@@ -400,7 +404,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep = _command(sub, "report", "token and cost totals per session or model")
     report.add_arguments(rep)
     _add_dialect(rep)
+    a = _command(sub, "audit", "drift radar: unknown record types and fields per dialect")
+    a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
+    _add_dialect(a)
+    a.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    a.add_argument("--strict", action="store_true", help="exit 1 when anything is unknown")
+    a.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
     return p
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .audit import main as audit_main
+
+    return audit_main(args)
 
 
 def _dialects(args: argparse.Namespace) -> int:
@@ -416,6 +432,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "vectors": _vectors,
     "run": _run,
     "report": report.main,
+    "audit": _audit,
 }
 
 
