@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checkfu_fast.oneshot import ContractError, TurnRequest, plan_exchange, validate_contract
+from checkfu_fast.oneshot import (
+    ContractError,
+    TurnRequest,
+    _schema,
+    plan_exchange,
+    validate_contract,
+)
 from checkfu_fast.oneshot.contract import inspection_work
 from conftest import SHARED, needs_shared
 
@@ -436,7 +442,7 @@ json_ish = st.recursive(
 )
 not_json = st.sampled_from([object(), {1, 2}, b"bytes", {1: "int key"}, 1j])
 members = st.sampled_from(
-    [*sorted(SEED["$defs"]["CreateOneShotHarnessReleaseContract"]["properties"]), "extra"]
+    [*sorted(_schema.seed()["$defs"]["CreateOneShotHarnessReleaseContract"]["properties"]), "extra"]
 )
 
 
