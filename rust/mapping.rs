@@ -666,6 +666,10 @@ fn event<'v>(e: &Emit, v: &'v Value<'v>) -> Event<'v> {
     }
     ev.message_id = message_id;
     ev.delta = e.delta;
+    if e.kind == "message" && e.subtype == "tool_result" {
+        // the result exactly as the line gives it: its text
+        ev.x().tool_result = Some(crate::event::ToolResult::Text);
+    }
     ev
 }
 

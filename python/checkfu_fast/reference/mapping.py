@@ -501,6 +501,8 @@ def _event(e: Emit, v: Any) -> Event:
     ev.update(_mid(e, v))
     if e.delta:
         ev["delta"] = True
+    if e.kind == "message" and e.subtype == "tool_result":
+        ev["toolResult"] = ev["text"]  # the result exactly as the line gives it: its text
     return ev
 
 
