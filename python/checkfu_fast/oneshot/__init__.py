@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import ContractError
 from .contract import validate_contract
 from .executor import ProcessResult, StagedFile, minimal_environment, run_process
-from .observe import capability_set, observe
+from .observe import Observer, capability_set, observe
 from .plan import DEFAULT_STAGING_ROOT, TurnRequest, plan_exchange
 from .turn import TurnResult, run_turn
 from .vectors import FileReport, VectorReport, check_vector_file
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_STAGING_ROOT",
     "ContractError",
     "FileReport",
+    "Observer",
     "ProcessResult",
     "StagedFile",
     "TurnRequest",
