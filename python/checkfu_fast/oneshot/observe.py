@@ -169,7 +169,8 @@ class _Turn:
 class _Joiner:
     """Text parts joined into one observation, keeping only what ``cut`` can return."""
 
-    def __init__(self) -> None:
+    def __init__(self, subtype: str = "thinking") -> None:
+        self.subtype = subtype
         self.head: list[str] = []
         self.head_len = 0
         self.total = 0
@@ -212,7 +213,7 @@ class _Fold:
 
     Cross-line rules, on generic event flags (docs/events.md):
     - ``deltaOnly`` deltas (the only form of their content) are joined into one observation,
-      ended by the next other event;
+      ended by the next other event (or a delta of the other subtype);
     - a ``partial`` assistant text is held until the next observation: dropped when a whole
       (not ``partial``) assistant text comes first (it repeated the chunks), emitted otherwise;
       once a whole text was seen, later partial texts are repeats and dropped;
@@ -260,7 +261,10 @@ class _Fold:
         payload: dict[str, Any] = {"content": joiner.content()}
         if joiner.event_id is not None:
             payload["event_id"] = digest_id("evt_", joiner.event_id)
-        self.emit({"type": "observation.agent_thinking", "payload": payload})
+        name = "agent_message" if joiner.subtype == "text" else "agent_thinking"
+        self.emit({"type": f"observation.{name}", "payload": payload})
+        if joiner.subtype == "text":
+            self.last_main_message = payload["content"]
 
     def take(self) -> list[Observation]:
         out, self.out = self.out, []
@@ -277,8 +281,11 @@ class _Fold:
         n = self.index_in_line
         self.index_in_line += 1
         if e.get("deltaOnly") is True:
+            subtype = "text" if e.get("subtype") == "text" else "thinking"
+            if self.thinking is not None and self.thinking.subtype != subtype:
+                self.flush_thinking()
             if self.thinking is None:
-                self.thinking = _Joiner()
+                self.thinking = _Joiner(subtype)
             text = e.get("text")
             if isinstance(text, str):
                 self.thinking.add(text)
