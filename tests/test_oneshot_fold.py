@@ -356,3 +356,126 @@ def test_stream_retries_are_counted():
     )
     obs, _ = observe(c, TurnRequest("hi"), lines, dialect="codex", process=process())
     assert valid(obs)[-1]["payload"]["turn"]["model_transient_retries"] == 2
+
+
+# -- a mapping-defined dialect gets full oneshot support -----------------------------------------
+
+MAPPED = [
+    {"ev": "start", "session": "s1"},
+    {"ev": "say", "call": "mc1", "id": "p1", "text": "Looking."},
+    {"ev": "tool", "call": "mc1", "tool": "Bash", "args": {"cmd": "ls"}, "tid": "t1"},
+    {"ev": "tool_done", "tid": "t1", "out": [{"type": "text", "text": "a.txt"}], "failed": False},
+    {"ev": "mcp", "call": "mc2", "tool": "issues", "server_tool": "list_issues", "raw": {"q": 1},
+     "args": {"q": "1"}, "tid": "t2"},
+    {"ev": "tool_done", "tid": "t2", "out": None, "failed": True},
+    {"ev": "edit", "path": "a.txt", "change": "modify"},
+    {"ev": "agent", "agent": "sa1", "name": "explorer", "desc": "look around"},
+    {"ev": "agent_end", "agent": "sa1", "status": "completed"},
+    {"ev": "compact", "before": 100, "after": 10},
+    {"ev": "retrying", "message": "overloaded, retrying"},
+    {"ev": "think", "delta": "hm"},
+    {"ev": "think", "delta": "m"},
+    {"ev": "done", "reason": "max_tokens", "ms": 1500, "final": "All done.", "answer": {"a": 1}},
+]  # fmt: skip
+
+
+def h(prefix: str, native: str) -> str:
+    import hashlib
+
+    return prefix + hashlib.sha256(native.encode()).hexdigest()[:32]
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_a_mapped_dialect_reaches_every_observation(impl):
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    loader = reference.load_dialect if impl == "reference" else checkfu_fast.load_dialect
+    dialect = loader(ROOT / "tests" / "data" / "oneshot.mapping.json")
+    c = contract(image="ghcr.io/acme/made-up:1", entrypoint="/bin/made-up", argv=["-p"])
+    obs, state = observe(c, TurnRequest("hi"), jsonl(*MAPPED), dialect=dialect, implementation=impl)
+    assert valid(obs)[1:] == [
+        {
+            "type": "observation.agent_message",
+            "payload": {"content": "Looking.", "event_id": h("evt_", "p1")},
+        },
+        {
+            "type": "observation.tool_use",
+            "payload": {
+                "tool_use_id": "t1",
+                "tool": "harness:Bash",
+                "args": {"cmd": "ls"},
+                "provider_tool_name": "Bash",
+            },
+        },
+        {
+            "type": "observation.tool_result",
+            "payload": {"tool_use_id": "t1", "result": [{"type": "text", "text": "a.txt"}]},
+        },
+        {
+            "type": "observation.tool_use",
+            "payload": {
+                "tool_use_id": "t2",
+                "tool": "harness:list_issues",
+                "args": {"q": 1},
+                "provider_tool_name": "list_issues",
+            },
+        },
+        {
+            "type": "observation.tool_result",
+            "payload": {
+                "tool_use_id": "t2",
+                "result": None,
+                "error": {"type": "runtime.harness_failed", "message": "tool failed"},
+            },
+        },
+        {"type": "observation.file_changed", "payload": {"event": "modify", "path": "a.txt"}},
+        {
+            "type": "observation.subagent_started",
+            "payload": {
+                "subagent": h("subg_", "sa1"),
+                "name": "explorer",
+                "description": "look around",
+            },
+        },
+        {
+            "type": "observation.subagent_completed",
+            "payload": {"subagent": h("subg_", "sa1"), "disposition": "completed"},
+        },
+        {
+            "type": "observation.context_compacted",
+            "payload": {"strategy": "native", "tokens_before": 100, "tokens_after": 10},
+        },
+        {"type": "observation.agent_thinking", "payload": {"content": "hmm"}},
+        {
+            "type": "observation.finished",
+            "payload": {
+                "stop_reason": "max_tokens",
+                "turn": {
+                    "execution": "shell",
+                    "shell_commands": 1,
+                    "filesystem_commands": 1,
+                    "mcp_calls": 1,
+                    "model_calls": 2,
+                    "wall_time_ms": 1500,
+                    "model_transient_retries": 1,
+                },
+            },
+        },
+    ]
+    assert state["last_response"] == "All done."
+    with_schema = TurnRequest("hi", None, {"type": "object"})
+    _, state = observe(c, with_schema, jsonl(*MAPPED), dialect=dialect, implementation=impl)
+    assert state["last_response"] == '{"a":1}'
+
+
+def test_mapped_extras_are_the_same_on_both_paths():
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    path = ROOT / "tests" / "data" / "oneshot.mapping.json"
+    data = jsonl(*MAPPED)
+    native = checkfu_fast.normalize(data, checkfu_fast.load_dialect(path))
+    ref = reference.normalize(data, reference.load_dialect(path))
+    assert native == ref
+    assert [list(e) for e in native] == [list(e) for e in ref]  # the same key order
