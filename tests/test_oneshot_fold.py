@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from checkfu_fast import DIALECTS
 from checkfu_fast.oneshot import Observer, TurnRequest, _schema, observe, validate_contract
-from checkfu_fast.oneshot.observe import MAX_COST_MICROUSD, MAX_HELD_CHUNKS, microusd
+from checkfu_fast.oneshot.observe import (
+    MAX_COST_MICROUSD,
+    MAX_HELD_CHARS,
+    MAX_HELD_CHUNKS,
+    microusd,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OBSERVE = ROOT / "python" / "checkfu_fast" / "oneshot" / "observe.py"
@@ -290,6 +295,14 @@ def test_the_hold_is_bounded():
     assert len(messages(out)) == MAX_HELD_CHUNKS  # released when the hold was full
     assert len(o._fold.held) == 5
     assert len(messages(o.finish())) == 5
+
+
+def test_the_hold_is_bounded_in_characters_too():
+    size = MAX_HELD_CHARS // 4 - 10_000  # four fit, a fifth would overflow the hold
+    o = Observer(contract(**CURSOR), TurnRequest("hi"), dialect="cursor")
+    out = o.feed(jsonl(*[_cursor(c * size) for c in "abcde"]))
+    assert [m[0] for m in messages(out)] == ["a", "b", "c", "d"]
+    assert [m[0] for m in messages(o.finish())] == ["e"]
 
 
 def test_thinking_deltas_are_joined_across_feeds():

@@ -115,6 +115,7 @@ _COST_CONTEXT = Context(prec=400, rounding=ROUND_HALF_EVEN)  # any finite float,
 # the next line to say whether a whole message repeats them, and at most this many ids are
 # remembered for a later line (sub-agent names, proposed file changes).
 MAX_HELD_CHUNKS = 1_024
+MAX_HELD_CHARS = 1 << 20
 MAX_REMEMBERED = 4_096
 
 
@@ -236,6 +237,7 @@ class _Fold:
         self.index_in_line = 0
         self.thinking: _Joiner | None = None
         self.held: list[Observation] = []  # partial assistant texts
+        self.held_chars = 0
         self.whole_seen = False
         self.spawned: dict[str, dict[str, Any]] = {}  # sub-agent id -> its spawning call's hints
         self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
@@ -248,7 +250,7 @@ class _Fold:
     def release_held(self) -> None:
         if not self.held:
             return
-        held, self.held = self.held, []
+        held, self.held, self.held_chars = self.held, [], 0
         for obs in held:
             self.out.append(obs)
             if "subagent" not in obs["payload"]:
@@ -343,7 +345,7 @@ class _Fold:
             return
         partial = subtype == "text" and e.get("partial") is True
         if subtype == "text" and not partial:
-            self.held = []  # the whole text repeats the chunks held before it
+            self.held, self.held_chars = [], 0  # the whole text repeats the chunks held before it
             self.whole_seen = True
         if partial and self.whole_seen:
             return
@@ -358,9 +360,11 @@ class _Fold:
         name = "agent_message" if subtype == "text" else "agent_thinking"
         obs = {"type": f"observation.{name}", "payload": payload}
         if partial:
-            if len(self.held) >= MAX_HELD_CHUNKS:
-                self.release_held()
+            size = len(payload["content"])
+            if len(self.held) >= MAX_HELD_CHUNKS or self.held_chars + size > MAX_HELD_CHARS:
+                self.release_held()  # a full hold is observed as is
             self.held.append(obs)
+            self.held_chars += size
             return
         self.emit(obs)
         if subtype == "text" and not sub:
@@ -454,9 +458,8 @@ class _Fold:
             self.turn_cost = (self.turn_cost or 0) + micro
         elif scope == "message":
             key = e.get("messageId") or f"@{e.get('position')}"
-            if key not in self.message_costs:
-                if len(self.message_costs) < MAX_REMEMBERED:
-                    self.message_costs[key] = micro
+            if key not in self.message_costs:  # one cost per message (ids: bounded by stdout)
+                self.message_costs[key] = micro
                 self.message_cost += micro
 
     def cost(self) -> int | None:
@@ -559,8 +562,9 @@ class Observer:
     """The incremental fold of docs/oneshot.md section 4: ``feed`` stdout bytes as they arrive
     (any chunking), then ``finish`` once; the observations equal ``observe`` on the whole
     stdout. Events are folded as they come and not retained: memory is bounded by counters,
-    ids (at most ``MAX_REMEMBERED`` each) and the hold of at most ``MAX_HELD_CHUNKS`` partial
-    text chunks (plus one joined thinking text of at most ``MAX_CONTENT`` characters)."""
+    the distinct model-call and message ids seen, hints (at most ``MAX_REMEMBERED`` each) and
+    the hold of at most ``MAX_HELD_CHUNKS`` partial text chunks of ``MAX_HELD_CHARS``
+    characters in all (plus one joined delta text of at most ``MAX_CONTENT`` characters)."""
 
     def __init__(
         self,
