@@ -497,14 +497,22 @@ pub const FILESYSTEM_TOOLS: &[&str] = &[
 /// `shell`, `filesystem` or `mcp` for a provider tool name; `hint` (the dialect's own class)
 /// when the name is in no table.
 pub fn tool_class(name: &str, hint: Option<&'static str>) -> Option<&'static str> {
-    let low = name.to_lowercase();
-    if SHELL_TOOLS.contains(&low.as_str()) {
+    // Python's `str.lower()`; ASCII names (nearly all) without allocating
+    let lowered;
+    let low = if name.is_ascii() {
+        name
+    } else {
+        lowered = name.to_lowercase();
+        lowered.as_str()
+    };
+    let is = |table: &[&str]| table.iter().any(|t| t.eq_ignore_ascii_case(low));
+    if is(SHELL_TOOLS) {
         return Some("shell");
     }
-    if FILESYSTEM_TOOLS.contains(&low.as_str()) {
+    if is(FILESYSTEM_TOOLS) {
         return Some("filesystem");
     }
-    if low.starts_with("mcp_") {
+    if low.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("mcp_")) {
         return Some("mcp");
     }
     hint
@@ -513,16 +521,13 @@ pub fn tool_class(name: &str, hint: Option<&'static str>) -> Option<&'static str
 /// Set `toolClass` on every `tool_call` event (the pipeline's one generic pass).
 pub fn classify_tools(events: &mut [Event<'_>]) {
     for ev in events.iter_mut().filter(|e| e.kind == "tool_call") {
-        let hint = ev.extra.as_ref().and_then(|x| x.tool_class);
-        let name = match ev
-            .extra
-            .as_ref()
-            .and_then(|x| x.provider_tool_name.as_ref())
-        {
-            Some(n) => Some(n.to_string()),
-            None => ev.tool.as_ref().map(|t| t.name.to_string()),
+        let class = {
+            let x = ev.extra.as_deref();
+            let name = x
+                .and_then(|x| x.provider_tool_name.as_deref())
+                .or_else(|| ev.tool.as_ref().map(|t| t.name.as_ref()));
+            name.and_then(|n| tool_class(n, x.and_then(|x| x.tool_class)))
         };
-        let class = name.and_then(|n| tool_class(&n, hint));
         if class.is_some() || ev.extra.is_some() {
             ev.x().tool_class = class;
         }
@@ -629,6 +634,17 @@ mod tests {
             "transport"
         );
         assert_eq!(classify("429 {\"type\":\"error\"}"), "quota");
+    }
+
+    #[test]
+    fn tool_classes_follow_the_tables() {
+        assert_eq!(tool_class("Bash", None), Some("shell"));
+        assert_eq!(tool_class("MultiEdit", Some("mcp")), Some("filesystem"));
+        assert_eq!(tool_class("mcp_github", None), Some("mcp"));
+        assert_eq!(tool_class("list_issues", Some("mcp")), Some("mcp"));
+        assert_eq!(tool_class("WebFetch", None), None);
+        // U+212A KELVIN SIGN lowercases to an ASCII 'k', as in Python
+        assert_eq!(tool_class("NOTEBOO\u{212A}EDIT", None), Some("filesystem"));
     }
 
     #[test]

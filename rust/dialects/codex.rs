@@ -528,3 +528,53 @@ fn legacy_mcp_end<'v>(
     }
     tool_result(name, cid, false, Cow::Borrowed(""))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        crate::dialect::check_line(&Codex, line, check);
+    }
+
+    #[test]
+    fn legacy_patch_proposes_its_changes_under_the_current_name() {
+        run(
+            r#"{"id":"1","msg":{"type":"patch_apply_begin","call_id":"c","auto_approved":true,"changes":{"a.rs":{"update":{}},"b.rs":{"add":{}},"":{"add":{}},"c.rs":{"rename":{}}}}}"#,
+            |ev| {
+                let x = ev.first().and_then(|e| e.extra.as_deref());
+                assert_eq!(
+                    x.and_then(|x| x.provider_tool_name.as_deref()),
+                    Some("file_change")
+                );
+                let changes: Vec<(&str, &str)> = x
+                    .map(|x| {
+                        x.file_changes
+                            .iter()
+                            .map(|(e, p)| (*e, p.as_ref()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                assert_eq!(changes, [("modify", "a.rs"), ("create", "b.rs")]);
+                let args = x.and_then(|x| x.provider_arguments.as_ref());
+                assert!(args.is_some_and(|a| a.has("auto_approved") && !a.has("call_id")));
+            },
+        );
+    }
+
+    #[test]
+    fn reconnecting_is_a_retry() {
+        run(
+            r#"{"type":"error","message":"Reconnecting... 2/5"}"#,
+            |ev| {
+                assert!(ev
+                    .first()
+                    .and_then(|e| e.extra.as_deref())
+                    .is_some_and(|x| x.retry));
+            },
+        );
+        run(r#"{"type":"error","message":"boom"}"#, |ev| {
+            assert!(ev.first().is_some_and(|e| e.extra.is_none()));
+        });
+    }
+}

@@ -212,3 +212,28 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_result_is_the_result_branch_and_partial_lines_are_marked() {
+        let line = r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":{"args":{},"result":{"success":{"content":"x"}}}}}"#;
+        crate::dialect::check_line(&Cursor, line, |ev| {
+            let r = ev.first().and_then(|e| e.extra.as_deref());
+            assert!(matches!(
+                r.and_then(|x| x.tool_result.as_ref()),
+                Some(ToolResult::Value(v)) if v.has("success")
+            ));
+        });
+        let Ok((v, _)) = crate::parse::parse(
+            r#"{"type":"assistant","timestamp_ms":1,"model_call_id":"m","message":{"content":"hi"}}"#,
+        ) else {
+            panic!("bad test json")
+        };
+        let m = Cursor.meta(&v);
+        assert!(m.partial);
+        assert_eq!(m.model_call_id, Some("m"));
+    }
+}
