@@ -492,3 +492,71 @@ def test_mapped_extras_are_the_same_on_both_paths():
     ref = reference.normalize(data, reference.load_dialect(path))
     assert native == ref
     assert [list(e) for e in native] == [list(e) for e in ref]  # the same key order
+
+
+# -- hostile stream content never raises --------------------------------------------------------
+
+_KEYS = st.sampled_from(
+    [
+        "type", "subtype", "message", "content", "text", "id", "tool_use_id", "task_id",
+        "subagent_type", "task_type", "description", "status", "result", "usage", "stop_reason",
+        "stopReason", "reason", "duration_ms", "durationMs", "total_cost_usd", "item", "msg",
+        "changes", "call_id", "part", "state", "output", "error", "tool_call", "model_call_id",
+        "timestamp_ms", "messages", "role", "input", "name", "compact_metadata", "pre_tokens",
+        "post_tokens", "structured_output", "rawOutput", "toolCallId", "cost", "responseId",
+    ]
+)  # fmt: skip
+_TYPES = st.sampled_from(
+    [
+        "assistant", "user", "result", "system", "item.completed", "item.started", "turn.completed",
+        "message_end", "turn_end", "agent_end", "tool_execution_end", "tool_call", "thinking",
+        "tool_use", "step_finish", "text", "error", "end", "task_started", "task_notification",
+        "compact_boundary", "command_execution", "mcp_tool_call", "file_change", "patch_apply_begin",
+        "patch_apply_end", "exec_command_end", "tool_result", "auto_retry_start", "Task", "success",
+    ]
+)  # fmt: skip
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(1 << 70), max_value=1 << 70)
+    | st.floats(allow_nan=False)
+    | _TYPES
+    | st.text(max_size=6)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+_LINE = st.dictionaries(_KEYS, _VALUES, max_size=6).map(
+    lambda d: {"type": d.pop("type", "assistant"), **d}
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_LINE, min_size=1, max_size=6),
+    st.sampled_from(["claude", "codex", "cursor", "opencode", "pi", "grok", "north"]),
+    st.booleans(),
+)
+def test_hostile_lines_give_valid_observations(lines, dialect, with_schema):
+    request = TurnRequest("hi", None, {"type": "object"} if with_schema else None)
+    data = jsonl(*lines)
+    native = observe(contract(), request, data, dialect=dialect, process=process())
+    valid(native[0])
+    endings = [o for o in native[0] if o["type"].split(".")[1] in ENDINGS]
+    assert len(endings) == 1 and native[0][-1] is endings[0]
+    assert (
+        observe(
+            contract(),
+            request,
+            data,
+            dialect=dialect,
+            process=process(),
+            implementation="reference",
+        )
+        == native
+    )
+
+
+ENDINGS = ("finished", "failed", "retryable_failure")

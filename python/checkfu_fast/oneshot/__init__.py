@@ -4,6 +4,7 @@ validate_contract(contract)                    section 1, raises ContractError
 plan_exchange(contract, TurnRequest(...))      section 2, pure
 run_turn(contract, TurnRequest(...))           section 3, runs the harness
 observe(contract, request, stdout, process)    section 4, deterministic
+Observer(contract, request).feed(b).finish()  section 4, the same fold, incremental
 check_vector_file(path, live=False)            section 5, the vector runner
 """
 
