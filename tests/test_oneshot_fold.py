@@ -511,8 +511,9 @@ _TYPES = st.sampled_from(
         "assistant", "user", "result", "system", "item.completed", "item.started", "turn.completed",
         "message_end", "turn_end", "agent_end", "tool_execution_end", "tool_call", "thinking",
         "tool_use", "step_finish", "text", "error", "end", "task_started", "task_notification",
-        "compact_boundary", "command_execution", "mcp_tool_call", "file_change", "patch_apply_begin",
-        "patch_apply_end", "exec_command_end", "tool_result", "auto_retry_start", "Task", "success",
+        "compact_boundary", "command_execution", "mcp_tool_call", "file_change",
+        "patch_apply_begin", "patch_apply_end", "exec_command_end", "tool_result",
+        "auto_retry_start", "Task", "success",
     ]
 )  # fmt: skip
 _SCALARS = (
