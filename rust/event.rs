@@ -179,7 +179,8 @@ pub struct LineMeta<'v> {
     pub native_id: Option<&'v str>,
     pub stop_reason: Option<&'v str>,
     pub duration_ms: Option<&'v Value<'v>>,
-    pub result_text: Option<&'v str>,
+    /// `Some(None)`: a result line that reports no text (`null`).
+    pub result_text: Option<Option<&'v str>>,
     pub structured_output: Option<&'v Value<'v>>,
     pub repeats_error: bool,
     pub partial: bool,

@@ -656,7 +656,7 @@ impl Mapping {
             native_id: string_ref(l.native_id.as_ref(), v),
             stop_reason: string_ref(l.stop_reason.as_ref(), v),
             duration_ms: l.duration_ms.iter().find_map(|p| nonneg_int(resolve(v, p))),
-            result_text: string_ref(l.result_text.as_ref(), v),
+            result_text: string_ref(l.result_text.as_ref(), v).map(Some),
             structured_output: first(&l.structured_output),
             repeats_error: l.repeats_error.as_ref().is_some_and(|c| holds(c, v)),
             partial: l.partial.as_ref().is_some_and(|c| holds(c, v)),

@@ -561,3 +561,16 @@ def test_hostile_lines_give_valid_observations(lines, dialect, with_schema):
 
 
 ENDINGS = ("finished", "failed", "retryable_failure")
+
+
+def test_a_later_result_line_without_text_ends_the_earlier_result_text():
+    lines = [
+        {"type": "assistant", "message": {"content": "the answer"}},
+        {"type": "result", "subtype": "success", "result": "first run"},
+        {"type": "result", "subtype": "error_during_execution", "is_error": True},
+    ]
+    for impl in ("native", "reference"):
+        _, state = observe(contract(), TurnRequest("hi"), jsonl(*lines), implementation=impl)
+        assert state["last_response"] == "the answer"
+        _, state = observe(contract(), TurnRequest("hi"), jsonl(*lines[:2]), implementation=impl)
+        assert state["last_response"] == "first run"

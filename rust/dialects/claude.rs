@@ -63,7 +63,7 @@ impl Dialect for Claude {
         };
         line_extras(v, matches!(t, Some("result" | "assistant")), &mut m);
         if t == Some("result") {
-            m.result_text = v.str_at("result");
+            m.result_text = Some(v.str_at("result")); // None: reports no text
             m.structured_output = v.get("structured_output");
         }
         m

@@ -84,7 +84,7 @@ impl Dialect for Cursor {
         };
         line_extras(v, matches!(t, Some("result" | "assistant")), &mut m);
         if t == Some("result") {
-            m.result_text = v.str_at("result");
+            m.result_text = Some(v.str_at("result")); // None: reports no text
             m.structured_output = v.get("structured_output");
         }
         // --stream-partial-output prints chunks with timestamp_ms, then the whole segment

@@ -51,9 +51,8 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
         m["modelCallId"] = mid
     t = v.get("type")
     m.update(line_extras(v, outcome=t in ("result", "assistant")))
-    if t == "result":
-        if isinstance(v.get("result"), str):
-            m["resultText"] = v["result"]
+    if t == "result":  # null: a result line that reports no text
+        m["resultText"] = v["result"] if isinstance(v.get("result"), str) else None
         if "structured_output" in v:
             m["structuredOutput"] = v["structured_output"]
     if t == "assistant" and "timestamp_ms" in v:
