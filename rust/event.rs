@@ -123,6 +123,53 @@ pub struct Event<'v> {
     pub encoding: Option<&'static str>,
     /// For `stream_is_utf16`: the size of the whole stream.
     pub stream_bytes: Option<u64>,
+    /// The oneshot extras of this event (docs/events.md); boxed: most events have none.
+    pub extra: Option<Box<Extra<'v>>>,
+}
+
+impl<'v> Event<'v> {
+    /// The extras, created empty on first use.
+    pub fn x(&mut self) -> &mut Extra<'v> {
+        self.extra.get_or_insert_with(Box::default)
+    }
+}
+
+/// A tool result exactly as the stream gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolResult<'v> {
+    /// A value of the line.
+    Value(&'v Value<'v>),
+    /// The event's own `text`.
+    Text,
+}
+
+/// A sub-agent's start or end (`subagent`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Subagent<'v> {
+    pub id: Text<'v>,
+    /// `spawned` (the call that starts it), `started` or `ended`.
+    pub phase: &'static str,
+    pub name: Option<Text<'v>>,
+    pub kind: Option<Text<'v>>,
+    pub description: Option<Text<'v>>,
+    /// `completed`, `failed` or `canceled`.
+    pub disposition: Option<&'static str>,
+}
+
+/// Per-event oneshot extras, in output order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Extra<'v> {
+    pub tool_class: Option<&'static str>,
+    pub provider_tool_name: Option<Text<'v>>,
+    pub provider_arguments: Option<Value<'v>>,
+    pub tool_result: Option<ToolResult<'v>>,
+    /// `(event, path)`: `create`, `modify` or `delete`.
+    pub file_changes: Vec<(&'static str, Text<'v>)>,
+    pub subagent: Option<Subagent<'v>>,
+    pub tokens_before: Option<&'v Value<'v>>,
+    pub tokens_after: Option<&'v Value<'v>>,
+    pub retry: bool,
+    pub delta_only: bool,
 }
 
 /// Line-level fields a dialect reads once per line.
@@ -131,6 +178,16 @@ pub struct LineMeta<'v> {
     pub session_id: Option<&'v str>,
     pub parent_tool_use_id: Option<&'v str>,
     pub native_type: Option<&'v str>,
+    /// The oneshot line extras (docs/events.md), after `nativeType`.
+    pub model_call_id: Option<&'v str>,
+    pub native_id: Option<&'v str>,
+    pub stop_reason: Option<&'v str>,
+    pub duration_ms: Option<&'v Value<'v>>,
+    /// `Some(None)`: a result line that reports no text (`null`).
+    pub result_text: Option<Option<&'v str>>,
+    pub structured_output: Option<&'v Value<'v>>,
+    pub repeats_error: bool,
+    pub partial: bool,
 }
 
 pub fn name_or_unknown<'v>(v: Option<&'v Value<'v>>) -> Text<'v> {
@@ -407,6 +464,159 @@ pub fn kind_for_status(v: Option<&Value<'_>>) -> Option<&'static str> {
     }
 }
 
+// -- oneshot extras (docs/events.md) -----------------------------------------------------------
+// Tool classes by the provider's own tool name, lowercased. Python twin: `SHELL_TOOLS` /
+// `FILESYSTEM_TOOLS` in reference/events.py (tests/test_extras.py compares the two).
+pub const SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "command_execution",
+    "exec_command",
+    "run_terminal_cmd",
+    "run_shell_command",
+    "execute_command",
+    "terminal",
+    "local_shell",
+];
+pub const FILESYSTEM_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "multiedit",
+    "glob",
+    "grep",
+    "ls",
+    "list",
+    "notebookedit",
+    "notebookread",
+    "view",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "search_files",
+    "delete",
+    "delete_file",
+    "str_replace_based_edit_tool",
+    "apply_patch",
+    "file_change",
+];
+
+/// `shell`, `filesystem` or `mcp` for a provider tool name; `hint` (the dialect's own class)
+/// when the name is in no table.
+pub fn tool_class(name: &str, hint: Option<&'static str>) -> Option<&'static str> {
+    // Python's `str.lower()`; ASCII names (nearly all) without allocating
+    let lowered;
+    let low = if name.is_ascii() {
+        name
+    } else {
+        lowered = name.to_lowercase();
+        lowered.as_str()
+    };
+    let is = |table: &[&str]| table.iter().any(|t| t.eq_ignore_ascii_case(low));
+    if is(SHELL_TOOLS) {
+        return Some("shell");
+    }
+    if is(FILESYSTEM_TOOLS) {
+        return Some("filesystem");
+    }
+    if low.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("mcp_")) {
+        return Some("mcp");
+    }
+    hint
+}
+
+/// Set `toolClass` on every `tool_call` event (the pipeline's one generic pass).
+pub fn classify_tools(events: &mut [Event<'_>]) {
+    for ev in events.iter_mut().filter(|e| e.kind == "tool_call") {
+        let class = {
+            let x = ev.extra.as_deref();
+            let name = x
+                .and_then(|x| x.provider_tool_name.as_deref())
+                .or_else(|| ev.tool.as_ref().map(|t| t.name.as_ref()));
+            name.and_then(|n| tool_class(n, x.and_then(|x| x.tool_class)))
+        };
+        if class.is_some() || ev.extra.is_some() {
+            ev.x().tool_class = class;
+        }
+    }
+}
+
+/// A JSON integer >= 0, any size (`nonneg_int`).
+pub fn nonneg_int<'v>(v: Option<&'v Value<'v>>) -> Option<&'v Value<'v>> {
+    match v {
+        Some(x @ Value::Int(i)) if *i >= 0 => Some(x),
+        Some(x @ Value::BigInt(t)) if !t.starts_with('-') => Some(x),
+        _ => None,
+    }
+}
+
+/// A non-empty string.
+pub fn nonempty<'v>(v: Option<&'v Value<'v>>) -> Option<&'v str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// The native stop reason of an outcome or assistant line (`stop_reason` in the reference).
+pub fn stop_reason<'v>(v: &'v Value<'v>) -> Option<&'v str> {
+    const TOP: [&str; 3] = ["stop_reason", "stopReason", "reason"];
+    if let Some(s) = TOP.iter().find_map(|k| v.str_at(k)) {
+        return Some(s);
+    }
+    if let Some(p) = v.get("part").filter(|p| p.is_object()) {
+        if let Some(s) = TOP.iter().find_map(|k| p.str_at(k)) {
+            return Some(s);
+        }
+    }
+    let m = v.get("message").filter(|m| m.is_object())?;
+    ["stop_reason", "stopReason"]
+        .iter()
+        .find_map(|k| m.str_at(k))
+}
+
+/// `durationMs` on any line, `stopReason` on outcome or assistant lines (`line_extras`).
+pub fn line_extras<'v>(v: &'v Value<'v>, outcome: bool, meta: &mut LineMeta<'v>) {
+    if outcome {
+        meta.stop_reason = stop_reason(v);
+    }
+    meta.duration_ms = nonneg_int(v.get("duration_ms")).or_else(|| nonneg_int(v.get("durationMs")));
+}
+
+/// `tokensBefore`/`tokensAfter` on a compaction event (`compaction_tokens`).
+pub fn compaction_tokens<'v>(mut ev: Event<'v>, v: &'v Value<'v>) -> Event<'v> {
+    const PAIRS: [(&str, &str); 3] = [
+        ("pre_tokens", "post_tokens"),
+        ("tokens_before", "tokens_after"),
+        ("tokensBefore", "tokensAfter"),
+    ];
+    let holders = [
+        Some(v),
+        v.get("compact_metadata"),
+        v.get("compactMetadata"),
+        v.get("result"),
+    ];
+    for h in holders.into_iter().flatten().filter(|h| h.is_object()) {
+        for (b, a) in PAIRS {
+            if let (Some(before), Some(after)) = (nonneg_int(h.get(b)), nonneg_int(h.get(a))) {
+                let x = ev.x();
+                x.tokens_before = Some(before);
+                x.tokens_after = Some(after);
+                return ev;
+            }
+        }
+    }
+    ev
+}
+
+/// A result object's `content` when it has one, else the result (`content_blocks`).
+pub fn content_blocks<'v>(result: &'v Value<'v>) -> &'v Value<'v> {
+    match result.get("content") {
+        Some(c) if result.is_object() => c,
+        _ => result,
+    }
+}
+
+pub static NULL: Value<'static> = Value::Null;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +642,17 @@ mod tests {
             "transport"
         );
         assert_eq!(classify("429 {\"type\":\"error\"}"), "quota");
+    }
+
+    #[test]
+    fn tool_classes_follow_the_tables() {
+        assert_eq!(tool_class("Bash", None), Some("shell"));
+        assert_eq!(tool_class("MultiEdit", Some("mcp")), Some("filesystem"));
+        assert_eq!(tool_class("mcp_github", None), Some("mcp"));
+        assert_eq!(tool_class("list_issues", Some("mcp")), Some("mcp"));
+        assert_eq!(tool_class("WebFetch", None), None);
+        // U+212A KELVIN SIGN lowercases to an ASCII 'k', as in Python
+        assert_eq!(tool_class("NOTEBOO\u{212A}EDIT", None), Some("filesystem"));
     }
 
     #[test]

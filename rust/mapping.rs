@@ -9,7 +9,10 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use crate::dialect::DIALECTS;
-use crate::event::{classify, kind_for_status, usage, ErrorInfo, Event, LineMeta, Text, Tool};
+use crate::event::{
+    classify, kind_for_status, nonneg_int, usage, ErrorInfo, Event, LineMeta, Subagent, Text, Tool,
+    ToolResult,
+};
 use crate::parse;
 use crate::value::Value;
 
@@ -102,6 +105,143 @@ struct Emit {
     usage_cached: Option<Pointer>,
     usage_cost: Option<Pointer>,
     usage_model: Option<Str>,
+    x: EmitExtras,
+}
+
+/// The oneshot extras of an EMIT (docs/mappings.md).
+#[derive(Debug, Clone, PartialEq, Default)]
+struct EmitExtras {
+    tool_result: Option<Pointer>,
+    tool_class: Option<&'static str>,
+    provider_name: Option<Str>,
+    provider_args: Option<Pointer>,
+    tokens: Option<(Pointer, Pointer)>,
+    file_change: Option<(Str, Str)>,
+    subagent: Option<SubagentSpec>,
+    retry: bool,
+    delta_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct SubagentSpec {
+    id: Str,
+    phase: &'static str,
+    name: Option<Str>,
+    kind: Option<Str>,
+    description: Option<Str>,
+    disposition: Option<Str>,
+}
+
+/// The line extras of `meta`.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct LineSpec {
+    model_call_id: Option<Str>,
+    native_id: Option<Str>,
+    stop_reason: Option<Str>,
+    result_text: Option<Str>,
+    duration_ms: Vec<Pointer>,
+    structured_output: Vec<Pointer>,
+    partial: Option<Cond>,
+    repeats_error: Option<Cond>,
+}
+
+const TOOL_CLASSES: [&str; 3] = ["shell", "filesystem", "mcp"];
+const PHASES: [&str; 3] = ["spawned", "started", "ended"];
+const FILE_EVENTS: [&str; 3] = ["create", "modify", "delete"];
+const DISPOSITIONS: [&str; 3] = ["completed", "failed", "canceled"];
+const META_KEYS: [&str; 10] = [
+    "sessionId",
+    "nativeType",
+    "modelCallId",
+    "nativeId",
+    "stopReason",
+    "resultText",
+    "durationMs",
+    "structuredOutput",
+    "partial",
+    "repeatsError",
+];
+
+fn one_of(v: Option<&Value<'_>>, names: &[&'static str], at: &str) -> R<&'static str> {
+    let s = v.and_then(Value::as_str);
+    names
+        .iter()
+        .find(|n| Some(**n) == s)
+        .copied()
+        .ok_or_else(|| format!("{at}: expected one of {}", names.join(", ")))
+}
+
+fn flag(v: &Value<'_>, key: &str, at: &str) -> R<bool> {
+    match v.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!("{at}/{key}: expected true or false")),
+    }
+}
+
+fn emit_extras(v: &Value<'_>, at: &str) -> R<EmitExtras> {
+    let mut x = EmitExtras {
+        retry: flag(v, "retry", at)?,
+        delta_only: flag(v, "deltaOnly", at)?,
+        ..EmitExtras::default()
+    };
+    x.tool_result = v
+        .get("toolResult")
+        .map(|p| ptr_at(Some(p), at))
+        .transpose()?;
+    if let Some(c) = v.get("toolClass") {
+        x.tool_class = Some(one_of(Some(c), &TOOL_CLASSES, &format!("{at}/toolClass"))?);
+    }
+    x.provider_name = opt_str(v, "providerToolName", at)?;
+    x.provider_args = v
+        .get("providerArguments")
+        .map(|p| ptr_at(Some(p), at))
+        .transpose()?;
+    if let Some(c) = v.get("compaction") {
+        obj(c, at, &["before", "after"])?;
+        x.tokens = Some((ptr_at(c.get("before"), at)?, ptr_at(c.get("after"), at)?));
+    }
+    if let Some(f) = v.get("fileChange") {
+        obj(f, at, &["event", "path"])?;
+        let need = |k: &str| {
+            f.get(k)
+                .ok_or_else(|| format!("{at}/fileChange: missing {k}"))
+                .and_then(|s| string_spec(s, at))
+        };
+        x.file_change = Some((need("event")?, need("path")?));
+    }
+    if let Some(sa) = v.get("subagent") {
+        let w = format!("{at}/subagent");
+        obj(
+            sa,
+            &w,
+            &["id", "phase", "name", "type", "description", "disposition"],
+        )?;
+        x.subagent = Some(SubagentSpec {
+            id: pointer_spec(sa.get("id").ok_or_else(|| format!("{w}: missing id"))?, &w)?,
+            phase: one_of(sa.get("phase"), &PHASES, &format!("{w}/phase"))?,
+            name: opt_str(sa, "name", &w)?,
+            kind: opt_str(sa, "type", &w)?,
+            description: opt_str(sa, "description", &w)?,
+            disposition: opt_str(sa, "disposition", &w)?,
+        });
+    }
+    Ok(x)
+}
+
+fn line_spec(m: &Value<'_>) -> R<LineSpec> {
+    let at = "/meta";
+    let cond_at = |k: &str| m.get(k).map(|c| cond(c, &format!("{at}/{k}"))).transpose();
+    Ok(LineSpec {
+        model_call_id: opt_ptrs(m, "modelCallId", at)?,
+        native_id: opt_ptrs(m, "nativeId", at)?,
+        stop_reason: opt_ptrs(m, "stopReason", at)?,
+        result_text: opt_ptrs(m, "resultText", at)?,
+        duration_ms: ptrs_at(m.get("durationMs"), at)?,
+        structured_output: ptrs_at(m.get("structuredOutput"), at)?,
+        partial: cond_at("partial")?,
+        repeats_error: cond_at("repeatsError")?,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +259,7 @@ pub struct Mapping {
     rules: Vec<Rule>,
     session_id: Option<Str>,
     native_type: Option<Str>,
+    line: LineSpec,
 }
 
 type R<T> = Result<T, String>;
@@ -293,6 +434,15 @@ fn emit(v: &Value<'_>, at: &str) -> R<Emit> {
             "tool",
             "error",
             "usage",
+            "toolResult",
+            "toolClass",
+            "providerToolName",
+            "providerArguments",
+            "compaction",
+            "fileChange",
+            "subagent",
+            "retry",
+            "deltaOnly",
         ],
     )?;
     let kind = ["message", "tool_call", "status", "error", "usage"]
@@ -334,6 +484,7 @@ fn emit(v: &Value<'_>, at: &str) -> R<Emit> {
         usage_cached: None,
         usage_cost: None,
         usage_model: None,
+        x: emit_extras(v, at)?,
     };
     if kind == "message" && e.text.is_none() {
         return Err(format!("{at}: a message needs text"));
@@ -440,7 +591,7 @@ impl Mapping {
             .collect::<R<Vec<_>>>()?;
         let meta = doc.get("meta");
         if let Some(m) = meta {
-            obj(m, "/meta", &["sessionId", "nativeType"])?;
+            obj(m, "/meta", &META_KEYS)?;
         }
         let Some(Value::Array(rules)) = doc.get("rules") else {
             return Err("/rules: expected a list".into());
@@ -476,6 +627,7 @@ impl Mapping {
                 .map(|m| opt_ptrs(m, "nativeType", "/meta"))
                 .transpose()?
                 .flatten(),
+            line: meta.map(line_spec).transpose()?.unwrap_or_default(),
         })
     }
 
@@ -495,9 +647,19 @@ impl Mapping {
             None => v.str_at("type"),
             Some(s) => string_ref(Some(s), v),
         };
+        let l = &self.line;
+        let first = |ptrs: &[Pointer]| ptrs.iter().find_map(|p| resolve(v, p));
         LineMeta {
             session_id: string_ref(self.session_id.as_ref(), v),
             native_type,
+            model_call_id: string_ref(l.model_call_id.as_ref(), v),
+            native_id: string_ref(l.native_id.as_ref(), v),
+            stop_reason: string_ref(l.stop_reason.as_ref(), v),
+            duration_ms: l.duration_ms.iter().find_map(|p| nonneg_int(resolve(v, p))),
+            result_text: string_ref(l.result_text.as_ref(), v).map(Some),
+            structured_output: first(&l.structured_output),
+            repeats_error: l.repeats_error.as_ref().is_some_and(|c| holds(c, v)),
+            partial: l.partial.as_ref().is_some_and(|c| holds(c, v)),
             ..LineMeta::default()
         }
     }
@@ -669,7 +831,70 @@ fn event<'v>(e: &Emit, v: &'v Value<'v>) -> Event<'v> {
     }
     ev.message_id = message_id;
     ev.delta = e.delta;
+    event_extras(&e.x, e, v, &mut ev);
     ev
+}
+
+fn event_extras<'v>(x: &EmitExtras, e: &Emit, v: &'v Value<'v>, ev: &mut Event<'v>) {
+    if let Some(c) = x.tool_class {
+        ev.x().tool_class = Some(c); // a hint: the generic pass classifies tool calls
+    }
+    if let Some(n) = string(x.provider_name.as_ref(), v) {
+        ev.x().provider_tool_name = Some(n);
+    }
+    if let Some(a) = x.provider_args.as_ref().and_then(|p| resolve(v, p)) {
+        ev.x().provider_arguments = Some(a.clone());
+    }
+    match x.tool_result.as_ref().and_then(|p| resolve(v, p)) {
+        Some(r) => ev.x().tool_result = Some(ToolResult::Value(r)),
+        // the result exactly as the line gives it: its text
+        None if e.kind == "message" && e.subtype == "tool_result" => {
+            ev.x().tool_result = Some(ToolResult::Text);
+        }
+        None => {}
+    }
+    if let Some((event, path)) = &x.file_change {
+        let event = string(Some(event), v);
+        let event = FILE_EVENTS
+            .iter()
+            .find(|f| event.as_deref() == Some(**f))
+            .copied();
+        if let (Some(event), Some(path)) = (event, string(Some(path), v)) {
+            ev.x().file_changes = vec![(event, path)];
+        }
+    }
+    if let Some(sa) = &x.subagent {
+        if let Some(id) = string_ref(Some(&sa.id), v) {
+            let disposition = string(sa.disposition.as_ref(), v);
+            let disposition = DISPOSITIONS
+                .iter()
+                .find(|d| disposition.as_deref() == Some(**d))
+                .copied();
+            ev.x().subagent = Some(Subagent {
+                id: Cow::Borrowed(id),
+                phase: sa.phase,
+                name: string(sa.name.as_ref(), v),
+                kind: string(sa.kind.as_ref(), v),
+                description: string(sa.description.as_ref(), v),
+                disposition,
+            });
+        }
+    }
+    if let Some((b, a)) = &x.tokens {
+        let before = nonneg_int(resolve(v, b));
+        let after = nonneg_int(resolve(v, a));
+        if let (Some(before), Some(after)) = (before, after) {
+            let xx = ev.x();
+            xx.tokens_before = Some(before);
+            xx.tokens_after = Some(after);
+        }
+    }
+    if x.retry {
+        ev.x().retry = true;
+    }
+    if x.delta_only {
+        ev.x().delta_only = true;
+    }
 }
 
 fn error_kind_of(e: &Emit, v: &Value<'_>, message: &str) -> &'static str {

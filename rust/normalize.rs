@@ -210,6 +210,7 @@ pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: &AnyDialect) ->
             out.repairs = *repairs;
             if value.is_object() {
                 dialect.map(value, &mut out.events);
+                crate::event::classify_tools(&mut out.events);
                 out.meta = dialect.meta(value);
             }
             if out.events.is_empty() {

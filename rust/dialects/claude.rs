@@ -5,8 +5,9 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, kind_for_status, msg, name_or_unknown, or_str, status,
-    tool_call, tool_result, usage, Event, LineMeta, Num, Text,
+    classify, compaction_tokens, content_text, error, kind_for_status, line_extras, msg,
+    name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num,
+    Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -40,14 +41,7 @@ impl Dialect for Claude {
                 }
             }
             Some("result") => result(v, out),
-            Some("system") => {
-                if let Some(sub) = v.str_at("subtype").and_then(system_subtype) {
-                    // task_notification reports its result as `summary`
-                    let text = v.str_at("description").filter(|d| !d.is_empty());
-                    let text = text.or_else(|| v.str_at("summary"));
-                    out.push(status(sub, text.map(Cow::Borrowed)));
-                }
-            }
+            Some("system") => system(v, out),
             Some("stream_event") => stream_event(v.get("event"), out),
             Some("rate_limit_event") => rate_limit(v.get("rate_limit_info"), out),
             Some("conversation_reset") => out.push(status("init", None)),
@@ -56,12 +50,94 @@ impl Dialect for Claude {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta {
+        let t = v.str_at("type");
+        let mut m = LineMeta {
             session_id: v.str_at("session_id"),
             parent_tool_use_id: v.str_at("parent_tool_use_id"),
-            native_type: v.str_at("type"),
+            native_type: t,
+            model_call_id: v
+                .get("message")
+                .filter(|m| m.is_object())
+                .and_then(|m| nonempty(m.get("id"))),
+            ..LineMeta::default()
+        };
+        line_extras(v, matches!(t, Some("result" | "assistant")), &mut m);
+        if t == Some("result") {
+            m.result_text = Some(v.str_at("result")); // None: reports no text
+            m.structured_output = v.get("structured_output");
+        }
+        m
+    }
+}
+
+/// task_notification statuses -> sub-agent dispositions.
+fn disposition(s: &str) -> Option<&'static str> {
+    Some(match s {
+        "completed" => "completed",
+        "failed" | "error" => "failed",
+        "stopped" | "killed" | "canceled" | "cancelled" => "canceled",
+        _ => return None,
+    })
+}
+
+/// Tools whose call starts a sub-agent (their input names it).
+const SPAWN_TOOLS: [&str; 2] = ["Task", "Agent"];
+
+fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let native = v.str_at("subtype");
+    let Some(sub) = native.and_then(system_subtype) else {
+        return;
+    };
+    // task_notification reports its result as `summary`
+    let text = v.str_at("description").filter(|d| !d.is_empty());
+    let text = text.or_else(|| v.str_at("summary"));
+    let mut ev = status(sub, text.map(Cow::Borrowed));
+    if sub == "compaction" {
+        ev = compaction_tokens(ev, v);
+    }
+    let sid = nonempty(v.get("tool_use_id")).or_else(|| nonempty(v.get("task_id")));
+    if let Some(id) = sid {
+        match native {
+            Some("task_started") => {
+                ev.x().subagent = Some(Subagent {
+                    id: Cow::Borrowed(id),
+                    phase: "started",
+                    name: nonempty(v.get("subagent_type")).map(Cow::Borrowed),
+                    kind: nonempty(v.get("task_type")).map(Cow::Borrowed),
+                    description: v.str_at("description").map(Cow::Borrowed),
+                    disposition: None,
+                })
+            }
+            Some("task_notification") => {
+                ev.x().subagent = Some(Subagent {
+                    id: Cow::Borrowed(id),
+                    phase: "ended",
+                    disposition: v.str_at("status").and_then(disposition),
+                    ..Subagent::default()
+                })
+            }
+            _ => {}
         }
     }
+    out.push(ev);
+}
+
+/// A Task/Agent call names the sub-agent it starts (its `task_started` may not).
+fn spawn_hint<'v>(ev: &mut Event<'v>, b: &'v Value<'v>) {
+    let input = b.get("input").filter(|i| i.is_object());
+    let (Some(input), Some(id)) = (input, nonempty(b.get("id"))) else {
+        return;
+    };
+    if !b.str_at("name").is_some_and(|n| SPAWN_TOOLS.contains(&n)) {
+        return;
+    }
+    ev.x().subagent = Some(Subagent {
+        id: Cow::Borrowed(id),
+        phase: "spawned",
+        name: nonempty(input.get("subagent_type")).map(Cow::Borrowed),
+        description: input.str_at("description").map(Cow::Borrowed),
+        ..Subagent::default()
+    });
 }
 
 /// Events for a message's content blocks (shared with cursor).
@@ -92,19 +168,29 @@ pub fn content_events<'v>(
             }
             Some("redacted_thinking") => out.push(msg("thinking", "assistant", "")),
             Some("tool_use" | "server_tool_use") => {
-                out.push(tool_call(
-                    name_or_unknown(b.get("name")),
-                    b.get("input"),
-                    b.get("id"),
-                ));
+                let mut ev = tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id"));
+                spawn_hint(&mut ev, b);
+                out.push(ev);
             }
-            Some("tool_result") => out.push(tool_result(
-                Cow::Borrowed("unknown"),
-                b.get("tool_use_id"),
-                b.is_true_at("is_error"),
-                content_text(b.get("content")),
-            )),
-            Some(t) if t.ends_with("_tool_result") => out.push(server_tool_result(b)),
+            Some("tool_result") => {
+                let mut ev = tool_result(
+                    Cow::Borrowed("unknown"),
+                    b.get("tool_use_id"),
+                    b.is_true_at("is_error"),
+                    content_text(b.get("content")),
+                );
+                if let Some(c) = b.get("content") {
+                    ev.x().tool_result = Some(ToolResult::Value(c));
+                }
+                out.push(ev);
+            }
+            Some(t) if t.ends_with("_tool_result") => {
+                let mut ev = server_tool_result(b);
+                if let Some(c) = b.get("content") {
+                    ev.x().tool_result = Some(ToolResult::Value(c));
+                }
+                out.push(ev);
+            }
             _ => {}
         }
     }

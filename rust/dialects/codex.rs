@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, msg, name_or_unknown, or_str, status, tool_call, tool_result,
-    usage, Event, LineMeta, Text,
+    classify, content_blocks, content_text, error, line_extras, msg, name_or_unknown, nonempty,
+    or_str, status, tool_call, tool_result, usage, Event, LineMeta, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -47,7 +47,16 @@ impl Dialect for Codex {
             "error" => {
                 let message = or_str(v.str_at("message"), "error");
                 let kind = classify(&message);
-                out.push(error("api_error", "error", message, kind));
+                // "Reconnecting... 1/5": a retry
+                let retry = message
+                    .as_bytes()
+                    .get(..12)
+                    .is_some_and(|p| p.eq_ignore_ascii_case(b"reconnecting"));
+                let mut ev = error("api_error", "error", message, kind);
+                if retry {
+                    ev.x().retry = true;
+                }
+                out.push(ev);
             }
             "item.started" | "item.updated" | "item.completed" => {
                 if let Some(item) = v.get("item").filter(|i| i.is_object()) {
@@ -79,12 +88,77 @@ impl Dialect for Codex {
             Some(m) if !v.has("type") => m.str_at("type"),
             _ => v.str_at("type"),
         };
-        LineMeta {
+        let mut meta = LineMeta {
             session_id,
             native_type,
+            native_id: v
+                .get("item")
+                .filter(|i| i.is_object())
+                .and_then(|i| nonempty(i.get("id"))),
             ..LineMeta::default()
-        }
+        };
+        line_extras(v, v.str_eq("type", "turn.completed"), &mut meta);
+        meta
     }
+}
+
+/// file_change kinds (current items) and legacy patch keys -> file events.
+fn file_event(kind: Option<&str>) -> Option<&'static str> {
+    Some(match kind? {
+        "add" => "create",
+        "delete" => "delete",
+        "update" => "modify",
+        _ => return None,
+    })
+}
+
+fn file_changes<'v>(changes: Option<&'v Value<'v>>) -> Vec<(&'static str, Text<'v>)> {
+    let mut out = Vec::new();
+    match changes {
+        Some(Value::Array(items)) => {
+            for c in items.iter().filter(|c| c.is_object()) {
+                if let (Some(e), Some(p)) = (file_event(c.str_at("kind")), nonempty(c.get("path")))
+                {
+                    out.push((e, Cow::Borrowed(p)));
+                }
+            }
+        }
+        Some(c @ Value::Object(_)) => {
+            for (path, change) in c.dict_items() {
+                let kind = if change.is_object() {
+                    change.first_key()
+                } else {
+                    None
+                };
+                if let Some(e) = file_event(kind).filter(|_| !path.is_empty()) {
+                    out.push((e, Cow::Borrowed(path)));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The legacy line without `type` and `call_id`: the tool's arguments under its current name.
+fn rest<'v>(m: &'v Value<'v>) -> Value<'v> {
+    match m {
+        Value::Object(pairs) => Value::Object(
+            pairs
+                .iter()
+                .filter(|(k, _)| k != "type" && k != "call_id")
+                .cloned()
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn one<'v>(key: &'static str, v: Option<&'v Value<'v>>) -> Value<'v> {
+    Value::Object(vec![(
+        Cow::Borrowed(key),
+        v.cloned().unwrap_or(Value::Null),
+    )])
 }
 
 /// `input_tokens` already includes `cached_input_tokens`; `output_tokens` includes reasoning.
@@ -116,24 +190,38 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         Some("reasoning") => out.push(msg("thinking", "assistant", text_or_empty(item, "text"))),
         Some("command_execution") => match phase {
-            "started" => out.push(tool_call(Cow::Borrowed("shell"), item.get("command"), iid)),
+            "started" => {
+                let mut ev = tool_call(Cow::Borrowed("shell"), item.get("command"), iid);
+                let x = ev.x();
+                x.provider_tool_name = Some(Cow::Borrowed("command_execution"));
+                x.provider_arguments = Some(one("command", item.get("command")));
+                out.push(ev);
+            }
             "completed" => {
                 let failed = matches!(item.str_at("status"), Some("failed" | "declined"))
                     || matches!(item.get("exit_code"), Some(Value::Int(c)) if *c != 0)
                     || matches!(item.get("exit_code"), Some(Value::BigInt(_)));
-                out.push(tool_result(
+                let mut ev = tool_result(
                     Cow::Borrowed("shell"),
                     iid,
                     failed,
                     text_or_empty(item, "aggregated_output"),
-                ));
+                );
+                if let Some(o) = item.get("aggregated_output") {
+                    ev.x().tool_result = Some(ToolResult::Value(o));
+                }
+                out.push(ev);
             }
             _ => out.push(status("progress", Some(Cow::Borrowed("command_execution")))),
         },
         Some("mcp_tool_call") => {
             let name = name_or_unknown(item.get("tool"));
             match phase {
-                "started" => out.push(tool_call(name, item.get("arguments"), iid)),
+                "started" => {
+                    let mut ev = tool_call(name, item.get("arguments"), iid);
+                    ev.x().tool_class = Some("mcp");
+                    out.push(ev);
+                }
                 "completed" => {
                     let err_text = item
                         .get("error")
@@ -147,7 +235,12 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                         },
                     };
                     let failed = item.str_eq("status", "failed") || err_text.is_some();
-                    out.push(tool_result(name, iid, failed, text));
+                    let mut ev = tool_result(name, iid, failed, text);
+                    // structured_content is not content
+                    if let Some(r) = item.get("result") {
+                        ev.x().tool_result = Some(ToolResult::Value(content_blocks(r)));
+                    }
+                    out.push(ev);
                 }
                 _ => out.push(status("progress", Some(Cow::Borrowed("mcp_tool_call")))),
             }
@@ -156,11 +249,10 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         // builds print no started item): the call and its result both come from completed.
         Some("web_search") => match phase {
             "completed" => {
-                out.push(tool_call(
-                    Cow::Borrowed("web_search"),
-                    item.get("query"),
-                    iid,
-                ));
+                let mut call = tool_call(Cow::Borrowed("web_search"), item.get("query"), iid);
+                call.x().provider_arguments = Some(one("query", item.get("query")));
+                out.push(call);
+                // the item reports the query, no result content: no toolResult
                 out.push(tool_result(
                     Cow::Borrowed("web_search"),
                     iid,
@@ -180,7 +272,12 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 .filter_map(|c| c.str_at("path"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            out.push(status("file_change", Some(Cow::Owned(changes))));
+            let mut ev = status("file_change", Some(Cow::Owned(changes)));
+            ev.x().tool_class = Some("filesystem"); // a patch applied without a tool_use event
+            if item.str_eq("status", "completed") {
+                ev.x().file_changes = file_changes(item.get("changes"));
+            }
+            out.push(ev);
             if item.str_at("status") == Some("failed") {
                 let message = if paths.is_empty() {
                     "patch failed".to_owned()
@@ -292,7 +389,13 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         "agent_reasoning" | "agent_reasoning_raw_content" => {
             out.push(msg("thinking", "assistant", text_or_empty(m, "text")))
         }
-        "exec_command_begin" => out.push(tool_call(Cow::Borrowed("shell"), m.get("command"), cid)),
+        "exec_command_begin" => {
+            let mut ev = tool_call(Cow::Borrowed("shell"), m.get("command"), cid);
+            let x = ev.x();
+            x.provider_tool_name = Some(Cow::Borrowed("command_execution"));
+            x.provider_arguments = Some(rest(m));
+            out.push(ev);
+        }
         "exec_command_end" => {
             let failed = matches!(m.get("exit_code"), Some(Value::Int(c)) if *c != 0)
                 || matches!(m.get("exit_code"), Some(Value::BigInt(_)));
@@ -300,34 +403,62 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 Some(t) => Cow::Borrowed(t),
                 None => text_or_empty(m, "stdout"),
             };
-            out.push(tool_result(Cow::Borrowed("shell"), cid, failed, text));
+            let mut ev = tool_result(Cow::Borrowed("shell"), cid, failed, text);
+            if let Some(o) = m.get("aggregated_output").or_else(|| m.get("stdout")) {
+                ev.x().tool_result = Some(ToolResult::Value(o));
+            }
+            out.push(ev);
         }
-        "patch_apply_begin" => out.push(tool_call(
-            Cow::Borrowed("apply_patch"),
-            m.get("changes"),
-            cid,
-        )),
+        "patch_apply_begin" => {
+            let mut ev = tool_call(Cow::Borrowed("apply_patch"), m.get("changes"), cid);
+            let x = ev.x();
+            x.provider_tool_name = Some(Cow::Borrowed("file_change"));
+            x.provider_arguments = Some(rest(m));
+            // applied once patch_apply_end reports success
+            if let Some(c @ Value::Object(_)) = m.get("changes") {
+                x.file_changes = file_changes(Some(c));
+            }
+            out.push(ev);
+        }
         "patch_apply_end" => {
             let ok = m.is_true_at("success");
             let text = text_or_empty(m, if ok { "stdout" } else { "stderr" });
-            out.push(tool_result(Cow::Borrowed("apply_patch"), cid, !ok, text));
+            let mut ev = tool_result(Cow::Borrowed("apply_patch"), cid, !ok, text);
+            ev.x().tool_result = Some(ToolResult::Text);
+            out.push(ev);
         }
         "mcp_tool_call_begin" | "mcp_tool_call_end" => {
             let src = m.get("invocation").filter(|i| i.is_object()).unwrap_or(m);
             let name = name_or_unknown(src.get("tool"));
             if t == "mcp_tool_call_begin" {
-                out.push(tool_call(name, src.get("arguments"), cid));
+                let mut ev = tool_call(name, src.get("arguments"), cid);
+                ev.x().tool_class = Some("mcp");
+                out.push(ev);
             } else {
-                out.push(legacy_mcp_end(name, cid, m.get("result")));
+                let mut ev = legacy_mcp_end(name, cid, m.get("result"));
+                // {"Ok": {content, isError}} or {"Err": text}
+                if let Some(r) = m.get("result") {
+                    let r = if r.is_object() && r.dict_items().len() == 1 {
+                        content_blocks(r.get("Ok").or_else(|| r.get("Err")).unwrap_or(r))
+                    } else {
+                        r
+                    };
+                    ev.x().tool_result = Some(ToolResult::Value(r));
+                }
+                out.push(ev);
             }
         }
         "web_search_begin" => out.push(tool_call(Cow::Borrowed("web_search"), m.get("query"), cid)),
-        "web_search_end" => out.push(tool_result(
-            Cow::Borrowed("web_search"),
-            cid,
-            false,
-            text_or_empty(m, "query"),
-        )),
+        "web_search_end" => {
+            let mut ev = tool_result(
+                Cow::Borrowed("web_search"),
+                cid,
+                false,
+                text_or_empty(m, "query"),
+            );
+            ev.x().tool_result = Some(ToolResult::Text);
+            out.push(ev);
+        }
         "token_count" => {
             if let Some(total) = m
                 .get("info")
@@ -361,7 +492,9 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 } else {
                     "transport"
                 };
-                out.push(error("stream_error", "stream_error", message, kind));
+                let mut ev = error("stream_error", "stream_error", message, kind);
+                ev.x().retry = true;
+                out.push(ev);
             }
         }
         "turn_aborted" => {
@@ -394,4 +527,54 @@ fn legacy_mcp_end<'v>(
         }
     }
     tool_result(name, cid, false, Cow::Borrowed(""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        crate::dialect::check_line(&Codex, line, check);
+    }
+
+    #[test]
+    fn legacy_patch_proposes_its_changes_under_the_current_name() {
+        run(
+            r#"{"id":"1","msg":{"type":"patch_apply_begin","call_id":"c","auto_approved":true,"changes":{"a.rs":{"update":{}},"b.rs":{"add":{}},"":{"add":{}},"c.rs":{"rename":{}}}}}"#,
+            |ev| {
+                let x = ev.first().and_then(|e| e.extra.as_deref());
+                assert_eq!(
+                    x.and_then(|x| x.provider_tool_name.as_deref()),
+                    Some("file_change")
+                );
+                let changes: Vec<(&str, &str)> = x
+                    .map(|x| {
+                        x.file_changes
+                            .iter()
+                            .map(|(e, p)| (*e, p.as_ref()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                assert_eq!(changes, [("modify", "a.rs"), ("create", "b.rs")]);
+                let args = x.and_then(|x| x.provider_arguments.as_ref());
+                assert!(args.is_some_and(|a| a.has("auto_approved") && !a.has("call_id")));
+            },
+        );
+    }
+
+    #[test]
+    fn reconnecting_is_a_retry() {
+        run(
+            r#"{"type":"error","message":"Reconnecting... 2/5"}"#,
+            |ev| {
+                assert!(ev
+                    .first()
+                    .and_then(|e| e.extra.as_deref())
+                    .is_some_and(|x| x.retry));
+            },
+        );
+        run(r#"{"type":"error","message":"boom"}"#, |ev| {
+            assert!(ev.first().is_some_and(|e| e.extra.is_none()));
+        });
+    }
 }

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::dialects::claude::content_events;
 use crate::event::{
-    classify, error, msg, status, tool_call, tool_result, usage, Event, LineMeta, Text,
+    classify, error, line_extras, msg, nonempty, status, tool_call, tool_result, usage, Event,
+    LineMeta, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -34,11 +35,17 @@ impl Dialect for Cursor {
             Some("system") if sub == Some("init") => out.push(status("init", None)),
             Some(role @ ("user" | "assistant")) => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
+                    let start = out.len();
                     content_events(
                         m.get("content"),
                         if role == "user" { "user" } else { "assistant" },
                         out,
                     );
+                    for ev in out.iter_mut().skip(start) {
+                        if ev.subtype == "tool_result" {
+                            ev.x().tool_result = Some(ToolResult::Text);
+                        }
+                    }
                 }
             }
             Some("thinking") => {
@@ -51,6 +58,9 @@ impl Dialect for Cursor {
                     // thinking comes only as deltas (then a text-less `completed`)
                     let mut ev = msg("thinking", "assistant", v.str_at("text").unwrap_or(""));
                     ev.delta = sub == Some("delta");
+                    if ev.delta {
+                        ev.x().delta_only = true;
+                    }
                     out.push(ev);
                 }
             }
@@ -61,11 +71,25 @@ impl Dialect for Cursor {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta {
+        let t = v.str_at("type");
+        let mid = v
+            .get("message")
+            .filter(|m| m.is_object())
+            .and_then(|m| nonempty(m.get("id")));
+        let mut m = LineMeta {
             session_id: v.str_at("session_id"),
-            native_type: v.str_at("type"),
+            native_type: t,
+            model_call_id: mid.or_else(|| nonempty(v.get("model_call_id"))),
             ..LineMeta::default()
+        };
+        line_extras(v, matches!(t, Some("result" | "assistant")), &mut m);
+        if t == Some("result") {
+            m.result_text = Some(v.str_at("result")); // None: reports no text
+            m.structured_output = v.get("structured_output");
         }
+        // --stream-partial-output prints chunks with timestamp_ms, then the whole segment
+        m.partial = t == Some("assistant") && v.has("timestamp_ms");
+        m
     }
 }
 
@@ -109,11 +133,32 @@ fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v
         }
     }
     let call_id = v.get("call_id");
+    let tc = v.get("tool_call");
     match sub.and_then(Value::as_str) {
-        Some("started") => out.push(tool_call(name, args, call_id)),
+        Some("started") => {
+            let mut ev = tool_call(name, args, call_id);
+            let kind = tc.and_then(|t| t.find_key(|k| k.ends_with("ToolCall")));
+            if kind == Some("mcpToolCall") {
+                ev.x().tool_class = Some("mcp");
+            }
+            out.push(ev);
+        }
         Some("completed") => {
             let (is_error, text) = result_text(field("result"));
-            out.push(tool_result(name, call_id, is_error, text));
+            let mut ev = tool_result(name, call_id, is_error, text);
+            let found = tc
+                .map(Value::dict_items)
+                .unwrap_or_default()
+                .into_iter()
+                .find_map(|(k, b)| {
+                    if k.ends_with("ToolCall") && b.is_object() {
+                        b.get("result")
+                    } else {
+                        None
+                    }
+                });
+            ev.x().tool_result = Some(found.map_or(ToolResult::Text, ToolResult::Value));
+            out.push(ev);
         }
         s => out.push(status("progress", s.map(Cow::Borrowed))),
     }
@@ -165,5 +210,30 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             &[u.get("outputTokens")],
             None,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_result_is_the_result_branch_and_partial_lines_are_marked() {
+        let line = r#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":{"args":{},"result":{"success":{"content":"x"}}}}}"#;
+        crate::dialect::check_line(&Cursor, line, |ev| {
+            let r = ev.first().and_then(|e| e.extra.as_deref());
+            assert!(matches!(
+                r.and_then(|x| x.tool_result.as_ref()),
+                Some(ToolResult::Value(v)) if v.has("success")
+            ));
+        });
+        let Ok((v, _)) = crate::parse::parse(
+            r#"{"type":"assistant","timestamp_ms":1,"model_call_id":"m","message":{"content":"hi"}}"#,
+        ) else {
+            panic!("bad test json")
+        };
+        let m = Cursor.meta(&v);
+        assert!(m.partial);
+        assert_eq!(m.model_call_id, Some("m"));
     }
 }

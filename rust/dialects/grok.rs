@@ -10,8 +10,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, error, msg, name_or_unknown, or_str, status, tool_call, tool_result, usage, Event,
-    LineMeta, Num, Text,
+    classify, compaction_tokens, error, line_extras, msg, name_or_unknown, nonempty, or_str,
+    status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -47,12 +47,8 @@ impl Dialect for Grok {
                         Some(Value::Str(s)) => Cow::Borrowed(s.as_ref()),
                         _ => acp_text(v.get("content")),
                     };
-                    out.push(tool_result(
-                        tool_name(v),
-                        v.get("toolCallId"),
-                        st == "failed",
-                        text,
-                    ));
+                    let ev = tool_result(tool_name(v), v.get("toolCallId"), st == "failed", text);
+                    out.push(raw_result(ev, v));
                 }
                 st => out.push(status("progress", st.map(Cow::Borrowed))),
             },
@@ -66,9 +62,10 @@ impl Dialect for Grok {
                 Some(Cow::Owned(plan_text(v.get("entries")))),
             )),
             "available_commands" => out.push(status("progress", Some(Cow::Borrowed(t)))),
-            _ if t.starts_with("auto_compact") => {
-                out.push(status("compaction", Some(Cow::Borrowed(t))))
-            }
+            _ if t.starts_with("auto_compact") => out.push(compaction_tokens(
+                status("compaction", Some(Cow::Borrowed(t))),
+                v,
+            )),
             "max_turns_reached" => out.push(error(
                 "max_turns",
                 "max_turns_reached",
@@ -94,12 +91,28 @@ impl Dialect for Grok {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta {
+        let t = v.get("type");
+        let mut m = LineMeta {
             session_id: v.str_at("sessionId").or_else(|| v.str_at("sessionID")),
             native_type: v.str_at("type"),
+            model_call_id: if v.str_eq("type", "usage") {
+                nonempty(v.get("messageId"))
+            } else {
+                None
+            },
             ..LineMeta::default()
-        }
+        };
+        let outcome = matches!(t, None | Some(Value::Null)) || v.str_eq("type", "end");
+        line_extras(v, outcome, &mut m);
+        m
     }
+}
+
+/// The tool result as the line gives it: `rawOutput`, else ACP `content`, else the text.
+fn raw_result<'v>(mut ev: Event<'v>, v: &'v Value<'v>) -> Event<'v> {
+    let found = v.get("rawOutput").or_else(|| v.get("content"));
+    ev.x().tool_result = Some(found.map_or(ToolResult::Text, ToolResult::Value));
+    ev
 }
 
 fn json_object<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
@@ -231,7 +244,10 @@ fn superagent_tool<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             _ => tr.str_at("error").unwrap_or(""),
         };
         let is_error = matches!(tr.get("success"), Some(Value::Bool(false)));
-        out.push(tool_result(name, cid, is_error, Cow::Borrowed(text)));
+        out.push(raw_result(
+            tool_result(name, cid, is_error, Cow::Borrowed(text)),
+            v,
+        ));
     }
 }
 

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, error, kind_for_status, msg, name_or_unknown, or_str, status, tool_call, tool_result,
-    usage, Event, LineMeta, Text,
+    classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str, status,
+    tool_call, tool_result, usage, Event, LineMeta, Text, ToolResult, NULL,
 };
 use crate::value::Value;
 
@@ -32,11 +32,18 @@ impl Dialect for Opencode {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta {
+        let p = v.get("part").filter(|p| p.is_object());
+        // one message (model call) has several parts, each with its own id
+        let mut m = LineMeta {
             session_id: v.str_at("sessionID"),
             native_type: v.str_at("type"),
+            model_call_id: p.and_then(|p| nonempty(p.get("messageID"))),
+            native_id: p.and_then(|p| nonempty(p.get("id"))),
             ..LineMeta::default()
-        }
+        };
+        let outcome = matches!(v.str_at("type"), Some("step_finish" | "done"));
+        line_extras(v, outcome, &mut m);
+        m
     }
 }
 
@@ -55,8 +62,19 @@ fn tool<'v>(p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
     };
     let name = name_or_unknown(p.and_then(|p| p.get("tool")));
     let cid = p.and_then(|p| p.get("callID"));
-    out.push(tool_call(name.clone(), field("input"), cid));
-    out.push(tool_result(name, cid, st == Some("error"), text));
+    let mut result = tool_result(name.clone(), cid, st == Some("error"), text);
+    result.x().tool_result = Some(if s.is_some_and(|s| s.has("output") || s.has("error")) {
+        let key = if st == Some("error") {
+            "error"
+        } else {
+            "output"
+        };
+        ToolResult::Value(field(key).unwrap_or(&NULL))
+    } else {
+        ToolResult::Text
+    });
+    out.push(tool_call(name, field("input"), cid));
+    out.push(result);
 }
 
 fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {

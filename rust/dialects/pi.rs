@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_text, error, msg, name_or_unknown, status, tool_call, tool_result, usage,
-    Event, LineMeta,
+    classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
+    name_or_unknown, status, tool_call, tool_result, usage, Event, LineMeta, ToolResult,
 };
 use crate::value::Value;
 
@@ -60,16 +60,22 @@ impl Dialect for Pi {
                     Some(r @ Value::Object(_)) => content_text(r.get("content")),
                     r => Cow::Borrowed(r.and_then(Value::as_str).unwrap_or("")),
                 };
-                out.push(tool_result(
+                let mut ev = tool_result(
                     name_or_unknown(v.get("toolName")),
                     v.get("toolCallId"),
                     v.is_true_at("isError"),
                     text,
-                ));
+                );
+                // details are not content
+                if let Some(r) = v.get("result") {
+                    ev.x().tool_result = Some(ToolResult::Value(content_blocks(r)));
+                }
+                out.push(ev);
             }
-            "auto_compaction_start" => {
-                out.push(status("compaction", v.str_at("reason").map(Cow::Borrowed)))
-            }
+            "auto_compaction_start" => out.push(compaction_tokens(
+                status("compaction", v.str_at("reason").map(Cow::Borrowed)),
+                v,
+            )),
             "auto_compaction_end" => {
                 if let Some(m) = nonempty(v.str_at("errorMessage")) {
                     out.push(error(
@@ -84,13 +90,17 @@ impl Dialect for Pi {
                     } else {
                         t
                     };
-                    out.push(status("compaction", Some(Cow::Borrowed(text))));
+                    out.push(compaction_tokens(
+                        status("compaction", Some(Cow::Borrowed(text))),
+                        v,
+                    ));
                 }
             }
             "auto_retry_start" => {
                 let m = v.str_at("errorMessage").unwrap_or("");
                 let kind = classify(if m.is_empty() { "auto_retry" } else { m });
                 let mut ev = error("retry", "auto_retry", Cow::Borrowed(m), kind);
+                ev.x().retry = true;
                 // pi's own delay before the retry wins over one read from the text.
                 if let (Some(Value::Int(ms @ 0..)), "quota" | "transport") =
                     (v.get("delayMs"), kind)
@@ -115,16 +125,37 @@ impl Dialect for Pi {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        LineMeta {
-            session_id: if v.str_eq("type", "session") {
+        let t = v.str_at("type");
+        let m = v.get("message").filter(|m| m.is_object());
+        let response = m
+            .filter(|m| t == Some("message_end") && m.has("usage"))
+            .and_then(|m| nonempty(m.str_at("responseId")));
+        let mut meta = LineMeta {
+            session_id: if t == Some("session") {
                 v.str_at("id")
             } else {
                 None
             },
-            native_type: v.str_at("type"),
+            native_type: t,
+            model_call_id: response.or_else(|| m.and_then(|m| nonempty(m.str_at("id")))),
             ..LineMeta::default()
-        }
+        };
+        let outcome = matches!(t, Some("message_end" | "turn_end" | "agent_end"));
+        line_extras(v, outcome, &mut meta);
+        meta.repeats_error = matches!(t, Some("turn_end" | "agent_end")) && ended_in_error(v);
+        meta
     }
+}
+
+/// `turn_end`/`agent_end` repeat the turn's last assistant message; when it stopped with
+/// `error` or `aborted` its `message_end` already gave the error event.
+fn ended_in_error(v: &Value<'_>) -> bool {
+    let assistant = |m: &&Value<'_>| m.is_object() && m.str_eq("role", "assistant");
+    let last = match v.get("messages") {
+        Some(Value::Array(items)) => items.iter().rev().find(assistant),
+        _ => v.get("message").filter(assistant),
+    };
+    last.is_some_and(|m| matches!(m.str_at("stopReason"), Some("error" | "aborted")))
 }
 
 fn update<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {

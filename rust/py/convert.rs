@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::{intern, IntoPyObjectExt};
 
-use crate::event::{Event, Num};
+use crate::event::{Event, Extra, Num, ToolResult};
 use crate::normalize::{LineEvents, V};
 use crate::value::Value;
 
@@ -302,17 +302,112 @@ fn event<'py>(
     if let Some(n) = ev.stream_bytes {
         d.set_item(intern!(py, "streamBytes"), n)?;
     }
-    if let Some(s) = rec.meta.session_id {
+    if let Some(x) = &ev.extra {
+        extra(py, x, &d, keys)?;
+    }
+    let m = &rec.meta;
+    if let Some(s) = m.session_id {
         d.set_item(intern!(py, "sessionId"), s)?;
     }
-    if let Some(s) = rec.meta.parent_tool_use_id {
+    if let Some(s) = m.parent_tool_use_id {
         d.set_item(intern!(py, "parentToolUseId"), s)?;
     }
-    if let Some(s) = rec.meta.native_type {
+    if let Some(s) = m.native_type {
         d.set_item(intern!(py, "nativeType"), s)?;
+    }
+    if let Some(s) = m.model_call_id {
+        d.set_item(intern!(py, "modelCallId"), s)?;
+    }
+    if let Some(s) = m.native_id {
+        d.set_item(intern!(py, "nativeId"), s)?;
+    }
+    if let Some(s) = m.stop_reason {
+        d.set_item(intern!(py, "stopReason"), s)?;
+    }
+    if let Some(v) = m.duration_ms {
+        d.set_item(intern!(py, "durationMs"), value(py, v, keys)?)?;
+    }
+    if let Some(s) = m.result_text {
+        d.set_item(intern!(py, "resultText"), s)?;
+    }
+    if let Some(v) = m.structured_output {
+        d.set_item(intern!(py, "structuredOutput"), value(py, v, keys)?)?;
+    }
+    if m.repeats_error {
+        d.set_item(intern!(py, "repeatsError"), true)?;
+    }
+    if m.partial {
+        d.set_item(intern!(py, "partial"), true)?;
     }
     if rec.repairs > 0 {
         d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
     }
     Ok(d)
+}
+
+/// The per-event oneshot extras (docs/events.md), in output order.
+fn extra<'py>(
+    py: Python<'py>,
+    x: &Extra<'_>,
+    d: &Bound<'py, PyDict>,
+    keys: &mut KeyCache<'py>,
+) -> PyResult<()> {
+    if let Some(c) = x.tool_class {
+        d.set_item(intern!(py, "toolClass"), c)?;
+    }
+    if let Some(n) = &x.provider_tool_name {
+        d.set_item(intern!(py, "providerToolName"), n.as_ref())?;
+    }
+    if let Some(a) = &x.provider_arguments {
+        d.set_item(intern!(py, "providerArguments"), value(py, a, keys)?)?;
+    }
+    match &x.tool_result {
+        Some(ToolResult::Value(v)) => {
+            d.set_item(intern!(py, "toolResult"), value(py, v, keys)?)?;
+        }
+        Some(ToolResult::Text) => match d.get_item(intern!(py, "text"))? {
+            Some(t) => d.set_item(intern!(py, "toolResult"), t)?,
+            None => d.set_item(intern!(py, "toolResult"), "")?,
+        },
+        None => {}
+    }
+    if !x.file_changes.is_empty() {
+        let list = PyList::empty(py);
+        for (event, path) in &x.file_changes {
+            let c = PyDict::new(py);
+            c.set_item(intern!(py, "event"), *event)?;
+            c.set_item(intern!(py, "path"), path.as_ref())?;
+            list.append(c)?;
+        }
+        d.set_item(intern!(py, "fileChanges"), list)?;
+    }
+    if let Some(s) = &x.subagent {
+        let o = PyDict::new(py);
+        o.set_item(intern!(py, "id"), s.id.as_ref())?;
+        o.set_item(intern!(py, "phase"), s.phase)?;
+        if let Some(n) = &s.name {
+            o.set_item(intern!(py, "name"), n.as_ref())?;
+        }
+        if let Some(n) = &s.kind {
+            o.set_item(intern!(py, "type"), n.as_ref())?;
+        }
+        if let Some(n) = &s.description {
+            o.set_item(intern!(py, "description"), n.as_ref())?;
+        }
+        if let Some(n) = s.disposition {
+            o.set_item(intern!(py, "disposition"), n)?;
+        }
+        d.set_item(intern!(py, "subagent"), o)?;
+    }
+    if let (Some(b), Some(a)) = (x.tokens_before, x.tokens_after) {
+        d.set_item(intern!(py, "tokensBefore"), value(py, b, keys)?)?;
+        d.set_item(intern!(py, "tokensAfter"), value(py, a, keys)?)?;
+    }
+    if x.retry {
+        d.set_item(intern!(py, "retry"), true)?;
+    }
+    if x.delta_only {
+        d.set_item(intern!(py, "deltaOnly"), true)?;
+    }
+    Ok(())
 }

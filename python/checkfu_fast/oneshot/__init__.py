@@ -4,6 +4,7 @@ validate_contract(contract)                    section 1, raises ContractError
 plan_exchange(contract, TurnRequest(...))      section 2, pure
 run_turn(contract, TurnRequest(...))           section 3, runs the harness
 observe(contract, request, stdout, process)    section 4, deterministic
+Observer(contract, request).feed(b).finish()  section 4, the same fold, incremental
 check_vector_file(path, live=False)            section 5, the vector runner
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ..errors import ContractError
 from .contract import validate_contract
 from .executor import ProcessResult, StagedFile, minimal_environment, run_process
-from .observe import capability_set, observe
+from .observe import Observer, capability_set, observe
 from .plan import DEFAULT_STAGING_ROOT, TurnRequest, plan_exchange
 from .turn import TurnResult, run_turn
 from .vectors import FileReport, VectorReport, check_vector_file
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_STAGING_ROOT",
     "ContractError",
     "FileReport",
+    "Observer",
     "ProcessResult",
     "StagedFile",
     "TurnRequest",

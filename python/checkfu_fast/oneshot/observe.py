@@ -6,9 +6,12 @@ observations, so vectors replay byte for byte. Every rule is in docs/oneshot.md 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import math
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
+from collections.abc import Callable
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
 
 from .contract import compact_json
@@ -32,40 +35,6 @@ FRAMING_ERRORS = {
 }
 NON_TERMINAL_ERRORS = FRAMING_ERRORS | {"retry", "item_error"}
 
-SHELL_TOOLS = {
-    "bash",
-    "shell",
-    "command_execution",
-    "exec_command",
-    "run_terminal_cmd",
-    "run_shell_command",
-    "execute_command",
-    "terminal",
-    "local_shell",
-}
-FILESYSTEM_TOOLS = {
-    "read",
-    "write",
-    "edit",
-    "multiedit",
-    "glob",
-    "grep",
-    "ls",
-    "list",
-    "notebookedit",
-    "notebookread",
-    "view",
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_dir",
-    "search_files",
-    "delete",
-    "delete_file",
-    "str_replace_based_edit_tool",
-    "apply_patch",
-    "file_change",
-}
 STOP_REASONS = {
     "end_turn": "end_turn",
     "stop": "end_turn",
@@ -85,22 +54,6 @@ STOP_REASONS = {
     "aborted": "interrupted",
     "interrupted": "interrupted",
 }
-DISPOSITIONS = {
-    "completed": "completed",
-    "failed": "failed",
-    "error": "failed",
-    "stopped": "canceled",
-    "killed": "canceled",
-    "canceled": "canceled",
-    "cancelled": "canceled",
-}
-FILE_EVENTS = {"add": "create", "delete": "delete", "update": "modify"}
-_MCP_KINDS = ("mcp_tool_call", "mcp_tool_call_begin", "mcpToolCall")
-# legacy codex ({"id","msg"}) begin lines -> the current item type naming the same tool
-_LEGACY_CODEX_TOOLS = {
-    "exec_command_begin": "command_execution",
-    "patch_apply_begin": "file_change",
-}
 _WS = re.compile(r"\s")
 
 
@@ -119,11 +72,6 @@ def cut(text: str, limit: int) -> str:
         if keep + len(marker) <= limit:
             return text[:keep] + marker
         keep = limit - len(marker)
-
-
-def microusd(cost: float) -> int:
-    """USD -> micro-USD, half-even, in decimal from the float's shortest repr."""
-    return int((Decimal(repr(cost)) * 1_000_000).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 def capability_set(contract: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +109,26 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+MAX_COST_MICROUSD = (1 << 63) - 1  # int64: what a consumer can hold
+_COST_CONTEXT = Context(prec=400, rounding=ROUND_HALF_EVEN)  # any finite float, exactly
+# The bounded hold (docs/oneshot.md section 4): at most this many partial text chunks wait for
+# the next line to say whether a whole message repeats them, and at most this many ids are
+# remembered for a later line (sub-agent names, proposed file changes).
+MAX_HELD_CHUNKS = 1_024
+MAX_HELD_CHARS = 1 << 20
+MAX_REMEMBERED = 4_096
+
+
+def microusd(cost: float) -> int | None:
+    """USD -> micro-USD, half-even, in decimal from the float's shortest repr; clamped to
+    ``0..MAX_COST_MICROUSD``; ``None`` for a non-finite cost (docs/oneshot.md section 4)."""
+    if isinstance(cost, float) and not math.isfinite(cost):
+        return None
+    d = _COST_CONTEXT.multiply(Decimal(repr(cost)), Decimal(1_000_000))
+    n = int(d.quantize(Decimal(1), context=_COST_CONTEXT))
+    return min(max(n, 0), MAX_COST_MICROUSD)
+
+
 class _Turn:
     """Counters for ``observation.finished.turn``."""
 
@@ -169,20 +137,24 @@ class _Turn:
         self.filesystem = 0
         self.mcp = 0
         self.tools = 0
+        self.retries = 0
         self.model_ids: set[str] = set()
 
-    def tool(self, name: str, native_kind: str | None) -> None:
+    def tool(self, cls: Any) -> None:
         self.tools += 1
-        low = name.lower()
-        if low in SHELL_TOOLS:
+        if cls == "shell":
             self.shell += 1
-        elif low in FILESYSTEM_TOOLS:
+        elif cls == "filesystem":
             self.filesystem += 1
-        elif low.startswith("mcp_") or native_kind in _MCP_KINDS:
+        elif cls == "mcp":
             self.mcp += 1
 
+    def model_call(self, mid: Any) -> None:
+        if isinstance(mid, str) and len(self.model_ids) <= MAX_COUNT:
+            self.model_ids.add(mid)
+
     def payload(self, wall_time_ms: int) -> dict[str, Any]:
-        return {
+        out = {
             "execution": "shell" if self.tools else "model_only",
             "shell_commands": min(self.shell, MAX_COUNT),
             "filesystem_commands": min(self.filesystem, MAX_COUNT),
@@ -190,195 +162,367 @@ class _Turn:
             "model_calls": min(len(self.model_ids), MAX_COUNT),
             "wall_time_ms": min(max(wall_time_ms, 0), MAX_WALL_MS),
         }
+        if self.retries:
+            out["model_transient_retries"] = min(self.retries, MAX_COUNT)
+        return out
 
 
-def _native_kind(event: dict[str, Any]) -> str | None:
-    """The native item/tool type behind a tool event (codex item type, cursor *ToolCall key)."""
-    parsed = _dict(event.get("parsed"))
-    dialect = event.get("dialect")
-    if dialect == "codex":
-        item = parsed.get("item")
-        if isinstance(item, dict):
-            return _str(item.get("type"))
-        return _str(_dict(parsed.get("msg")).get("type"))
-    if dialect == "cursor":
-        for key in _dict(parsed.get("tool_call")):
-            if key.endswith("ToolCall"):
-                return key
-    return None
+class _Joiner:
+    """Text parts joined into one observation, keeping only what ``cut`` can return."""
+
+    def __init__(self, subtype: str = "thinking") -> None:
+        self.subtype = subtype
+        self.head: list[str] = []
+        self.head_len = 0
+        self.total = 0
+        self.event_id: str | None = None
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        if self.head_len < MAX_CONTENT:
+            part = text[: MAX_CONTENT - self.head_len]
+            self.head.append(part)
+            self.head_len += len(part)
+
+    def content(self) -> str:
+        head = "".join(self.head)
+        if self.total <= MAX_CONTENT:
+            return head
+        keep = MAX_CONTENT
+        while True:  # the same cut as ``cut`` on the whole text
+            marker = f"…[truncated {self.total - keep} chars]"
+            if keep + len(marker) <= MAX_CONTENT:
+                return head[:keep] + marker
+            keep = MAX_CONTENT - len(marker)
 
 
-def _provider_call(event: dict[str, Any], tool: dict[str, Any]) -> tuple[str, Any]:
-    """The tool name and arguments as the harness reports them. The events/v1 vocabulary calls
-    a codex ``command_execution`` item tool ``shell`` with the command string as arguments;
-    the harness's own name for it is the item type, and its arguments the item's command."""
-    name = tool.get("name") if isinstance(tool.get("name"), str) else ""
-    args = tool.get("arguments")
-    if event.get("dialect") == "codex":
-        item = _dict(_dict(event.get("parsed")).get("item"))
-        if item.get("type") == "command_execution":
-            return "command_execution", {"command": item.get("command")}
-        if item.get("type") == "web_search":
-            return name or "web_search", {"query": item.get("query")}
-        msg = _dict(_dict(event.get("parsed")).get("msg"))
-        legacy = _LEGACY_CODEX_TOOLS.get(msg.get("type"))  # type: ignore[arg-type]
-        if legacy is not None:  # the same tools under their current names; args = the line
-            return legacy, {k: v for k, v in msg.items() if k not in ("type", "call_id")}
-    return name or "unknown", args
+def _remember(table: dict[Any, Any], key: Any, value: Any) -> None:
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > MAX_REMEMBERED:
+        del table[next(iter(table))]
 
 
-def _pi_ended_in_error(e: dict[str, Any]) -> bool:
-    """pi's ``turn_end`` / ``agent_end`` repeat the turn's last assistant message; when that
-    message stopped with ``error`` or ``aborted`` they are not a successful outcome (its
-    ``message_end`` gave the error event). After a successful auto-retry they are."""
-    if e.get("dialect") != "pi":
-        return False
-    parsed = _dict(e.get("parsed"))
-    messages = parsed.get("messages")
-    candidates = messages if isinstance(messages, list) else [parsed.get("message")]
-    for m in reversed(candidates):
-        m = _dict(m)
-        if m.get("role") == "assistant":
-            return m.get("stopReason") in ("error", "aborted")
-    return False
+def _event_id(e: dict[str, Any]) -> str | None:
+    """The native id behind an observation's ``event_id``: the record's own id, else the
+    model call's."""
+    return _str(e.get("nativeId")) or _str(e.get("modelCallId"))
 
 
-def _opencode_part_id(e: dict[str, Any]) -> str | None:
-    """An opencode text/reasoning part's own id: the native id of that event (its
-    ``messageID``, one model call, is what ``model_calls`` counts)."""
-    if e.get("dialect") != "opencode":
+class _Fold:
+    """Events -> observations, one event at a time; remembers only what the ending needs.
+
+    Cross-line rules, on generic event flags (docs/events.md):
+    - ``deltaOnly`` deltas (the only form of their content) are joined into one observation,
+      ended by the next other event (or a delta of the other subtype);
+    - a ``partial`` assistant text is held until the next observation: dropped when a whole
+      (not ``partial``) assistant text comes first (it repeated the chunks), emitted otherwise;
+      once a whole text was seen, later partial texts are repeats and dropped;
+    - an outcome event with ``repeatsError`` repeats an error already reported: not an outcome.
+    """
+
+    def __init__(self, output_schema: Any) -> None:
+        self.out: list[Observation] = []
+        self.turn = _Turn()
+        self.output_schema = output_schema
+        self.last_main_message: str | None = None
+        self.result_text: str | None = None
+        self.final: dict[str, Any] | None = None  # what the ending needs of the last outcome
+        self.last_assistant_stop: Any = None
+        self.cumulative_cost: int | None = None
+        self.turn_cost: int | None = None
+        self.message_costs: dict[str, int] = {}
+        self.message_cost = 0
+        self.position: Any = None
+        self.index_in_line = 0
+        self.thinking: _Joiner | None = None
+        self.held: list[Observation] = []  # partial assistant texts
+        self.held_chars = 0
+        self.whole_seen = False
+        self.spawned: dict[str, dict[str, Any]] = {}  # sub-agent id -> its spawning call's hints
+        self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
+
+    # -- output -------------------------------------------------------------------------------
+    def emit(self, obs: Observation) -> None:
+        self.release_held()
+        self.out.append(obs)
+
+    def release_held(self) -> None:
+        if not self.held:
+            return
+        held, self.held, self.held_chars = self.held, [], 0
+        for obs in held:
+            self.out.append(obs)
+            if "subagent" not in obs["payload"]:
+                self.last_main_message = obs["payload"]["content"]
+
+    def flush_thinking(self) -> None:
+        joiner, self.thinking = self.thinking, None
+        if joiner is None or joiner.total == 0:
+            return
+        payload: dict[str, Any] = {"content": joiner.content()}
+        if joiner.event_id is not None:
+            payload["event_id"] = digest_id("evt_", joiner.event_id)
+        name = "agent_message" if joiner.subtype == "text" else "agent_thinking"
+        self.emit({"type": f"observation.{name}", "payload": payload})
+        if joiner.subtype == "text":
+            self.last_main_message = payload["content"]
+
+    def take(self) -> list[Observation]:
+        out, self.out = self.out, []
+        return out
+
+    def close(self) -> None:
+        self.flush_thinking()
+        self.release_held()
+
+    # -- events -------------------------------------------------------------------------------
+    def feed(self, e: dict[str, Any]) -> None:
+        if e.get("position") != self.position:
+            self.position, self.index_in_line = e.get("position"), 0
+        n = self.index_in_line
+        self.index_in_line += 1
+        if e.get("deltaOnly") is True:
+            subtype = "text" if e.get("subtype") == "text" else "thinking"
+            if self.thinking is not None and self.thinking.subtype != subtype:
+                self.flush_thinking()
+            if self.thinking is None:
+                self.thinking = _Joiner(subtype)
+            text = e.get("text")
+            if isinstance(text, str):
+                self.thinking.add(text)
+            if self.thinking.event_id is None:
+                self.thinking.event_id = _event_id(e)
+            return
+        self.flush_thinking()
+        self.event(e, n)
+
+    def event(self, e: dict[str, Any], n: int) -> None:
+        kind, subtype = e.get("kind"), e.get("subtype")
+        parent = e.get("parentToolUseId")
+        sub = {"subagent": digest_id("subg_", parent)} if isinstance(parent, str) else {}
+        if e.get("role") == "assistant" and not e.get("delta"):
+            self.last_assistant_stop = e.get("stopReason")
+            self.turn.model_call(e.get("modelCallId"))
+        if e.get("retry") is True:
+            self.turn.retries += 1
+        if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
+            self.message(e, subtype, sub)
+            return
+        if kind == "tool_call" and subtype == "tool_use":
+            self.tool_use(e, n, sub)
+        elif kind == "message" and subtype == "tool_result":
+            self.tool_result(e, n, sub)
+        else:
+            if isinstance(e.get("toolClass"), str):  # a tool run reported without a tool_use
+                self.turn.tool(e["toolClass"])
+            for change in _list(e.get("fileChanges")):
+                self.file_changed(change)
+        if nonneg(e.get("tokensBefore")) and nonneg(e.get("tokensAfter")):
+            payload = {
+                "strategy": "native",
+                "tokens_before": e["tokensBefore"],
+                "tokens_after": e["tokensAfter"],
+            }
+            self.emit({"type": "observation.context_compacted", "payload": payload})
+        if isinstance(e.get("subagent"), dict):
+            self.subagent(e["subagent"])
+        if kind == "usage":
+            self.usage(e)
+        if kind == "status" and subtype in ("result", "turn_completed"):
+            if e.get("repeatsError") is True:
+                return  # repeats a message whose error event came before: that one stands
+            self.outcome(e)
+            if subtype == "result":
+                self.result_text = self.final_text(e)
+        elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
+            self.outcome(e)
+            if "resultText" in e or "structuredOutput" in e:  # an error result's own text
+                self.result_text = self.final_text(e)
+
+    def message(self, e: dict[str, Any], subtype: str, sub: dict[str, Any]) -> None:
+        if subtype == "text" and e.get("role") != "assistant":
+            return
+        partial = subtype == "text" and e.get("partial") is True
+        if subtype == "text" and not partial:
+            self.held, self.held_chars = [], 0  # the whole text repeats the chunks held before it
+            self.whole_seen = True
+        if partial and self.whole_seen:
+            return
+        text = e.get("text") or ""
+        if not text:
+            return
+        payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
+        native = _event_id(e)
+        if native is not None:
+            payload["event_id"] = digest_id("evt_", native)
+        payload.update(sub)
+        name = "agent_message" if subtype == "text" else "agent_thinking"
+        obs = {"type": f"observation.{name}", "payload": payload}
+        if partial:
+            size = len(payload["content"])
+            if len(self.held) >= MAX_HELD_CHUNKS or self.held_chars + size > MAX_HELD_CHARS:
+                self.release_held()  # a full hold is observed as is
+            self.held.append(obs)
+            self.held_chars += size
+            return
+        self.emit(obs)
+        if subtype == "text" and not sub:
+            self.last_main_message = payload["content"]
+
+    def tool_use(self, e: dict[str, Any], n: int, sub: dict[str, Any]) -> None:
+        tool = _dict(e.get("tool"))
+        name = _str(e.get("providerToolName")) or _str(tool.get("name")) or "unknown"
+        args = e["providerArguments"] if "providerArguments" in e else tool.get("arguments")
+        self.turn.tool(e.get("toolClass"))
+        info = e.get("subagent")
+        if isinstance(info, dict) and info.get("phase") == "spawned" and _str(info.get("id")):
+            _remember(self.spawned, info["id"], info)
+        changes = _list(e.get("fileChanges"))
+        if changes:
+            _remember(self.proposed, tool.get("id"), changes)
+        payload = {
+            "tool_use_id": self.tool_id(tool, e, n),
+            "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
+            "args": args,
+        }
+        if name != "unknown":  # events/v1 names a tool the stream does not name "unknown"
+            payload["provider_tool_name"] = cut(name, MAX_NAME)
+        payload.update(sub)
+        self.emit({"type": "observation.tool_use", "payload": payload})
+
+    def tool_result(self, e: dict[str, Any], n: int, sub: dict[str, Any]) -> None:
+        tool = _dict(e.get("tool"))
+        proposed = self.proposed.pop(tool.get("id"), None)
+        if proposed is not None and tool.get("isError") is False:
+            for change in proposed:  # a successful result applies the call's file changes
+                self.file_changed(change)
+        payload = {"tool_use_id": self.tool_id(tool, e, n)}
+        if "toolResult" in e:
+            payload["result"] = e["toolResult"]
+        if tool.get("isError") is True:
+            text = e.get("text") if isinstance(e.get("text"), str) else ""
+            payload["error"] = _error("runtime.harness_failed", text or "tool failed")
+        payload.update(sub)
+        self.emit({"type": "observation.tool_result", "payload": payload})
+
+    def tool_id(self, tool: dict[str, Any], e: dict[str, Any], n: int) -> str:
+        native = tool.get("id")
+        if isinstance(native, str) and native:
+            return cut(native, MAX_NAME)
+        return f"checkfu:{e.get('position')}:{n}"
+
+    def file_changed(self, change: Any) -> None:
+        change = _dict(change)
+        event, path = change.get("event"), change.get("path")
+        if event in ("create", "modify", "delete") and isinstance(path, str) and path:
+            payload = {"event": event, "path": cut(path, MAX_MESSAGE)}
+            self.emit({"type": "observation.file_changed", "payload": payload})
+
+    def subagent(self, info: dict[str, Any]) -> None:
+        native = _str(info.get("id"))
+        if native is None:
+            return
+        sid = digest_id("subg_", native)
+        if info.get("phase") == "started":
+            hint = _dict(self.spawned.get(native))
+            name = (
+                _str(info.get("name")) or _str(hint.get("name")) or _str(info.get("type")) or "task"
+            )
+            description = info.get("description", hint.get("description"))
+            payload = {
+                "subagent": sid,
+                "name": cut(name, MAX_NAME),
+                "description": cut(description, MAX_MESSAGE)
+                if isinstance(description, str)
+                else None,
+            }
+            self.emit({"type": "observation.subagent_started", "payload": payload})
+        elif info.get("phase") == "ended":
+            disposition = info.get("disposition")
+            if disposition in ("completed", "failed", "canceled"):
+                payload = {"subagent": sid, "disposition": disposition}
+                self.emit({"type": "observation.subagent_completed", "payload": payload})
+
+    def usage(self, e: dict[str, Any]) -> None:
+        cost = _dict(e.get("usage")).get("costUsd")
+        if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not cost >= 0:
+            return
+        micro = microusd(cost)
+        if micro is None:
+            return  # not a finite amount: no cost rather than a wrong one
+        scope = e.get("usageScope") or e.get("subtype")
+        if scope == "cumulative":
+            self.cumulative_cost = micro
+        elif scope == "turn":
+            self.turn_cost = (self.turn_cost or 0) + micro
+        elif scope == "message":
+            key = e.get("messageId") or f"@{e.get('position')}"
+            if key not in self.message_costs:  # one cost per message (ids: bounded by stdout)
+                self.message_costs[key] = micro
+                self.message_cost += micro
+
+    def cost(self) -> int | None:
+        for total in (self.cumulative_cost, self.turn_cost):
+            if total is not None:
+                return min(total, MAX_COST_MICROUSD)
+        if self.message_costs:
+            return min(self.message_cost, MAX_COST_MICROUSD)
         return None
-    return _str(_dict(_dict(e.get("parsed")).get("part")).get("id"))
+
+    def outcome(self, e: dict[str, Any]) -> None:
+        self.final = {
+            "kind": e.get("kind"),
+            "subtype": e.get("subtype"),
+            "error": _dict(e.get("error")),
+            "stopReason": e.get("stopReason"),
+            "durationMs": e.get("durationMs"),
+        }
+
+    def final_text(self, e: dict[str, Any]) -> str | None:
+        if self.output_schema is not None and "structuredOutput" in e:
+            return compact_json(e["structuredOutput"])
+        result = e.get("resultText")
+        return result if isinstance(result, str) else None
+
+    def stop_reason(self) -> str:
+        for value in (_dict(self.final).get("stopReason"), self.last_assistant_stop):
+            if isinstance(value, str):
+                return STOP_REASONS.get(value, "end_turn")
+        return "end_turn"
+
+    def duration_ms(self) -> int | None:
+        value = _dict(self.final).get("durationMs")
+        return value if nonneg(value) else None
 
 
-def _codex_item_id(e: dict[str, Any]) -> str | None:
-    """A codex item's own id: the native id of an agent_message / reasoning item (not a model
-    call: one model call makes several items, so it is not counted in ``model_calls``)."""
-    if e.get("dialect") != "codex":
-        return None
-    return _str(_dict(_dict(e.get("parsed")).get("item")).get("id"))
+def nonneg(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _is_cursor_text(e: dict[str, Any]) -> bool:
-    return (
-        e.get("dialect") == "cursor"
-        and e.get("kind") == "message"
-        and e.get("subtype") == "text"
-        and e.get("role") == "assistant"
-    )
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
-def _is_cursor_thinking_delta(e: dict[str, Any]) -> bool:
-    return (
-        e.get("dialect") == "cursor"
-        and e.get("subtype") == "thinking"
-        and e.get("kind") == "message"
-        and e.get("delta") is True
-    )
+def _error(kind: str, message: str) -> dict[str, str]:
+    return {"type": kind, "message": cut(message, MAX_MESSAGE)}
 
 
-_MISSING: Any = object()  # the stream gives no result content: the field is omitted
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
-def _content_blocks(result: Any) -> Any:
-    """A result object's ``content`` (the content blocks) when it has one, else the result."""
-    return result["content"] if isinstance(result, dict) and "content" in result else result
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
-def _tool_result(event: dict[str, Any]) -> Any:
-    """The result content exactly as the stream gives it (docs/oneshot.md, tool_result), or
-    ``_MISSING`` when it gives none."""
-    parsed = _dict(event.get("parsed"))
-    tool = _dict(event.get("tool"))
-    dialect = event.get("dialect")
-    if dialect == "claude":
-        for block in _dict(parsed.get("message")).get("content") or []:
-            if (
-                isinstance(block, dict)
-                and str(block.get("type")).endswith("tool_result")  # also server tools
-                and block.get("tool_use_id") == tool.get("id")
-            ):
-                return block.get("content", _MISSING)
-    elif dialect == "codex":
-        item = parsed.get("item")
-        if isinstance(item, dict):
-            kind = item.get("type")
-            if kind == "command_execution":
-                return item.get("aggregated_output", _MISSING)
-            if kind == "mcp_tool_call":  # structured_content is not content
-                return _content_blocks(item.get("result", _MISSING))
-            if kind == "web_search":
-                return _MISSING  # the item reports the query, no result content
-        msg = _dict(parsed.get("msg"))
-        if msg.get("type") == "exec_command_end":
-            return msg.get("aggregated_output", msg.get("stdout", _MISSING))
-        if msg.get("type") == "mcp_tool_call_end":
-            result = msg.get("result", _MISSING)  # {"Ok": {content, isError}} or {"Err": text}
-            if isinstance(result, dict) and len(result) == 1:
-                return _content_blocks(result.get("Ok", result.get("Err", result)))
-            return result
-    elif dialect == "opencode":
-        state = _dict(_dict(parsed.get("part")).get("state"))
-        if "output" in state or "error" in state:
-            return state.get("output") if state.get("status") != "error" else state.get("error")
-    elif dialect == "pi":
-        return _content_blocks(parsed.get("result", _MISSING))  # details are not content
-    elif dialect == "cursor":
-        call = _dict(parsed.get("tool_call"))
-        for key, value in call.items():
-            if key.endswith("ToolCall") and isinstance(value, dict) and "result" in value:
-                return value["result"]
-    elif dialect == "grok":
-        if "rawOutput" in parsed:
-            return parsed["rawOutput"]
-        if "content" in parsed:
-            return parsed["content"]
-    text = event.get("text")
-    return text if isinstance(text, str) else _MISSING
-
-
-def _compaction_counts(parsed: dict[str, Any]) -> tuple[int, int] | None:
-    pairs = (("pre_tokens", "post_tokens"), ("tokens_before", "tokens_after"))
-    pairs += (("tokensBefore", "tokensAfter"),)
-    for holder in (
-        parsed,
-        _dict(parsed.get("compact_metadata")),
-        _dict(parsed.get("compactMetadata")),
-        _dict(parsed.get("result")),
-    ):
-        for before_key, after_key in pairs:
-            before, after = _int(holder.get(before_key)), _int(holder.get(after_key))
-            if before is not None and after is not None:
-                return before, after
-    return None
-
-
-def _stop_reason(final: dict[str, Any] | None, last_assistant: dict[str, Any] | None) -> str:
-    candidates: list[Any] = []
-    if final is not None:
-        parsed = _dict(final.get("parsed"))
-        for holder in (parsed, _dict(parsed.get("part"))):
-            candidates += [
-                holder.get("stop_reason"),
-                holder.get("stopReason"),
-                holder.get("reason"),
-            ]
-    if last_assistant is not None:
-        message = _dict(_dict(last_assistant.get("parsed")).get("message"))
-        candidates += [message.get("stop_reason"), message.get("stopReason")]
-    for value in candidates:
-        if isinstance(value, str):
-            return STOP_REASONS.get(value, "end_turn")
-    return "end_turn"
-
-
-def _ending_from_error(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    err = _dict(event.get("error"))
+def _ending_from_error(final: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    err = final["error"]
     code = err.get("code") or ""
     message = err.get("message") if isinstance(err.get("message"), str) else code
-    if code == "error_max_turns" or event.get("subtype") == "max_turns":
+    if code == "error_max_turns" or final.get("subtype") == "max_turns":
         return "finished", {"stop_reason": "max_turn_requests"}
-    if event.get("subtype") == "aborted":
+    if final.get("subtype") == "aborted":
         return "finished", {"stop_reason": "interrupted"}
     kind = err.get("errorKind")
     if kind == "quota":
@@ -388,291 +532,134 @@ def _ending_from_error(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "failed", {"error": _error("runtime.harness_failed", message)}
 
 
-def _normalize(stdout: bytes, dialect: Any, implementation: str) -> list[dict[str, Any]]:
-    if implementation == "reference":
-        from .. import reference
+class _TextOutput:
+    """Text mode: the whole stdout is one agent_message; keeps only what ``cut`` returns."""
 
-        return reference.normalize(stdout, dialect)
-    from .. import normalize
+    def __init__(self) -> None:
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.joiner = _Joiner()
+        self.tail = ""  # the last two characters (a trailing line end is dropped)
 
-    return normalize(stdout, dialect)
-
-
-class _Stream:
-    """Maps events to observations and remembers what the ending needs."""
-
-    def __init__(self, output_schema: Any) -> None:
-        self.out: list[Observation] = []
-        self.turn = _Turn()
-        self.output_schema = output_schema
-        self.last_main_message: str | None = None
-        self.result_text: str | None = None
-        self.final: dict[str, Any] | None = None  # last outcome event
-        self.last_assistant: dict[str, Any] | None = None
-        self.cumulative_cost: float | None = None
-        self.turn_costs: list[float] = []
-        self.message_costs: dict[str, float] = {}
-        self.line_ids: dict[int, str] = {}
-        self.skip_cursor_chunks = False
-        self.cursor_thinking: list[dict[str, Any]] = []  # pending thinking deltas
-        self.tool_inputs: dict[str, dict[str, Any]] = {}  # call id -> arguments (for Task)
-        self.legacy_patches: dict[str, dict[str, Any]] = {}  # codex call id -> its changes
-
-    def run(self, events: list[dict[str, Any]]) -> None:
-        chunks = whole = False
-        for e in events:
-            if e.get("kind") == "usage" and isinstance(e.get("messageId"), str):
-                self.line_ids.setdefault(e["position"], e["messageId"])
-            if _is_cursor_text(e):
-                if "timestamp_ms" in _dict(e.get("parsed")):
-                    chunks = True
-                else:
-                    whole = True
-        # cursor --stream-partial-output prints each text chunk as it arrives (lines with
-        # timestamp_ms, some twice: with and without model_call_id) and then the whole segment
-        # (a line without timestamp_ms). When a stream has both kinds the chunks are repeats.
-        self.skip_cursor_chunks = chunks and whole
-        index_in_line: dict[int, int] = {}
-        for e in events:
-            n = index_in_line.get(e["position"], 0)
-            index_in_line[e["position"]] = n + 1
-            if _is_cursor_thinking_delta(e):
-                self.cursor_thinking.append(e)
-                continue
-            self.flush_cursor_thinking()
-            self.event(e, n)
-        self.flush_cursor_thinking()
-
-    def flush_cursor_thinking(self) -> None:
-        """cursor prints thinking only as deltas (then a text-less ``thinking/completed``):
-        the run of deltas is one ``agent_thinking``."""
-        if not self.cursor_thinking:
-            return
-        deltas, self.cursor_thinking = self.cursor_thinking, []
-        text = "".join(e.get("text") or "" for e in deltas)
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self.decoder.decode(data, final)
         if not text:
             return
-        payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
-        ids = [self.native_message_id(e) for e in deltas]
-        mid = next((i for i in ids if i is not None), None)
-        if mid is not None:
-            payload["event_id"] = digest_id("evt_", mid)
-        self.out.append({"type": "observation.agent_thinking", "payload": payload})
+        both = self.tail + text
+        self.tail = both[-2:]
+        self.joiner.add(both[: len(both) - len(self.tail)])
 
-    def native_message_id(self, e: dict[str, Any]) -> str | None:
-        found = self.line_ids.get(e["position"])
-        if found is not None:
-            return found
-        parsed = _dict(e.get("parsed"))
-        found = _str(_dict(parsed.get("message")).get("id"))
-        if found is None and e.get("dialect") == "cursor":
-            found = _str(parsed.get("model_call_id"))
-        if found is None and e.get("dialect") == "opencode":
-            found = _str(_dict(parsed.get("part")).get("messageID"))
-        return found
+    def content(self) -> str:
+        tail = self.tail
+        if tail.endswith("\r\n"):
+            tail = tail[:-2]
+        elif tail.endswith("\n"):
+            tail = tail[:-1]
+        self.joiner.add(tail)
+        return self.joiner.content()
 
-    def event(self, e: dict[str, Any], n: int) -> None:
-        kind, subtype = e.get("kind"), e.get("subtype")
-        parsed = _dict(e.get("parsed"))
-        subagent = e.get("parentToolUseId")
-        sub = {"subagent": digest_id("subg_", subagent)} if isinstance(subagent, str) else {}
-        if e.get("role") == "assistant" and not e.get("delta"):
-            self.last_assistant = e
-            mid = self.native_message_id(e)
-            if mid is not None:
-                self.turn.model_ids.add(mid)
-        if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
-            if subtype == "text" and e.get("role") != "assistant":
-                return
-            if self.skip_cursor_chunks and _is_cursor_text(e) and "timestamp_ms" in parsed:
-                return
-            text = e.get("text") or ""
-            if not text:
-                return
-            payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
-            mid = _opencode_part_id(e) or self.native_message_id(e) or _codex_item_id(e)
-            if mid is not None:
-                payload["event_id"] = digest_id("evt_", mid)
-            payload.update(sub)
-            name = "agent_message" if subtype == "text" else "agent_thinking"
-            self.out.append({"type": f"observation.{name}", "payload": payload})
-            if subtype == "text" and not sub:
-                self.last_main_message = payload["content"]
-        elif kind == "tool_call" and subtype == "tool_use":
-            tool = _dict(e.get("tool"))
-            name, args = _provider_call(e, tool)
-            self.turn.tool(name, _native_kind(e))
-            if isinstance(tool.get("id"), str) and isinstance(tool.get("arguments"), dict):
-                self.tool_inputs[tool["id"]] = tool["arguments"]
-            msg = _dict(parsed.get("msg"))
-            if e.get("dialect") == "codex" and msg.get("type") == "patch_apply_begin":
-                self.legacy_patches[str(msg.get("call_id"))] = _dict(msg.get("changes"))
-            payload = {
-                "tool_use_id": self.tool_id(tool, e, n),
-                "tool": cut("harness:" + _WS.sub("_", name), MAX_NAME),
-                "args": args,
-            }
-            if name != "unknown":  # events/v1 names a tool the stream does not name "unknown"
-                payload["provider_tool_name"] = cut(name, MAX_NAME)
-            payload.update(sub)
-            self.out.append({"type": "observation.tool_use", "payload": payload})
-        elif kind == "message" and subtype == "tool_result":
-            self.legacy_patch_applied(parsed)
-            tool = _dict(e.get("tool"))
-            payload = {"tool_use_id": self.tool_id(tool, e, n)}
-            result = _tool_result(e)
-            if result is not _MISSING:
-                payload["result"] = result
-            if tool.get("isError") is True:
-                text = e.get("text") if isinstance(e.get("text"), str) else ""
-                payload["error"] = _error("runtime.harness_failed", text or "tool failed")
-            payload.update(sub)
-            self.out.append({"type": "observation.tool_result", "payload": payload})
-        elif kind == "status" and subtype == "file_change":
-            self.file_change(parsed)
-        elif kind == "status" and subtype == "compaction":
-            counts = _compaction_counts(parsed)
-            if counts is not None:
-                self.out.append(
-                    {
-                        "type": "observation.context_compacted",
-                        "payload": {
-                            "strategy": "native",
-                            "tokens_before": counts[0],
-                            "tokens_after": counts[1],
-                        },
-                    }
-                )
-        elif kind == "status" and subtype == "subagent" and e.get("dialect") == "claude":
-            self.subagent(parsed)
-        elif kind == "usage":
-            self.usage(e)
-        if kind == "status" and subtype in ("result", "turn_completed"):
-            if _pi_ended_in_error(e):
-                return  # repeats a message whose error event came before: that one stands
-            self.final = e
-            if subtype == "result":
-                self.result_text = self.final_text(parsed)
-        elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
-            self.final = e
-            if parsed.get("type") == "result":  # an error result line still reports its text
-                self.result_text = self.final_text(parsed)
 
-    def tool_id(self, tool: dict[str, Any], e: dict[str, Any], n: int) -> str:
-        native = tool.get("id")
-        if isinstance(native, str) and native:
-            return cut(native, MAX_NAME)
-        return f"checkfu:{e['position']}:{n}"
+class Observer:
+    """The incremental fold of docs/oneshot.md section 4: ``feed`` stdout bytes as they arrive
+    (any chunking), then ``finish`` once; the observations equal ``observe`` on the whole
+    stdout. Events are folded as they come and not retained: memory is bounded by counters,
+    the distinct model-call and message ids seen, hints (at most ``MAX_REMEMBERED`` each) and
+    the hold of at most ``MAX_HELD_CHUNKS`` partial text chunks of ``MAX_HELD_CHARS``
+    characters in all (plus one joined delta text of at most ``MAX_CONTENT`` characters)."""
 
-    def final_text(self, parsed: dict[str, Any]) -> str | None:
-        if self.output_schema is not None and "structured_output" in parsed:
-            return compact_json(parsed["structured_output"])
-        result = parsed.get("result")
-        return result if isinstance(result, str) else None
+    def __init__(
+        self,
+        contract: dict[str, Any],
+        request: TurnRequest,
+        *,
+        dialect: Any = "auto",
+        implementation: str = "native",
+        redact: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self._contract = contract
+        self._request = request
+        self._redact = redact
+        self._started = False
+        self._finished = False
+        self._state: dict[str, Any] | None = None
+        self._text: _TextOutput | None = None
+        self._fold: _Fold | None = None
+        self._normalizer: Any = None
+        if contract["output_mode"] == "text":
+            self._text = _TextOutput()
+        else:
+            self._fold = _Fold(request.output_schema)
+            if implementation == "reference":
+                from ..reference import Normalizer as ReferenceNormalizer
 
-    def legacy_patch_applied(self, parsed: dict[str, Any]) -> None:
-        """Legacy codex: ``patch_apply_begin`` lists the changes (``{path: {"add"|"update"|
-        "delete": …}}``), ``patch_apply_end`` says whether they were applied; a successful end
-        reports them, one ``file_changed`` each, before its ``tool_result``."""
-        msg = _dict(parsed.get("msg"))
-        if msg.get("type") != "patch_apply_end" or msg.get("success") is not True:
-            return
-        for path, change in self.legacy_patches.pop(str(msg.get("call_id")), {}).items():
-            kind = next(iter(_dict(change)), None)
-            event = FILE_EVENTS.get(kind) if isinstance(kind, str) else None
-            if event is not None and path:
-                self.file_changed(event, path)
+                self._normalizer = ReferenceNormalizer(dialect)
+            else:
+                from .. import Normalizer
 
-    def file_changed(self, event: str, path: str) -> None:
-        self.out.append(
-            {
-                "type": "observation.file_changed",
-                "payload": {"event": event, "path": cut(path, MAX_MESSAGE)},
-            }
-        )
+                self._normalizer = Normalizer(dialect)
 
-    def file_change(self, parsed: dict[str, Any]) -> None:
-        item = _dict(parsed.get("item"))
-        if item.get("type") != "file_change":
-            return
-        self.turn.tools += 1
-        self.turn.filesystem += 1
-        if item.get("status") != "completed":
-            return
-        for change in item.get("changes") or []:
-            change = _dict(change)
-            event = FILE_EVENTS.get(change.get("kind"))  # type: ignore[arg-type]
-            path = change.get("path")
-            if event is None or not isinstance(path, str) or not path:
-                continue
-            self.file_changed(event, path)
+    def feed(self, data: bytes) -> list[Observation]:
+        """stdout bytes as they arrive (any chunking); the observations they complete, in order.
+        The first observations ever returned (by feed or finish) start with observation.ready."""
+        if self._finished:
+            raise ValueError("feed() after finish()")
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        if self._text is not None:
+            self._text.feed(bytes(data))
+            return self._out([])
+        assert self._fold is not None
+        for e in self._normalizer.feed(bytes(data)):
+            self._fold.feed(e)
+        return self._out(self._fold.take())
 
-    def subagent(self, parsed: dict[str, Any]) -> None:
-        native = _str(parsed.get("tool_use_id")) or _str(parsed.get("task_id"))
-        if native is None:
-            return
-        sid = digest_id("subg_", native)
-        if parsed.get("subtype") == "task_started":
-            task_input = self.tool_inputs.get(native, {})
-            name = (
-                _str(parsed.get("subagent_type"))
-                or _str(task_input.get("subagent_type"))
-                or _str(parsed.get("task_type"))
-                or "task"
-            )
-            description = parsed.get("description", task_input.get("description"))
-            self.out.append(
-                {
-                    "type": "observation.subagent_started",
-                    "payload": {
-                        "subagent": sid,
-                        "name": cut(name, MAX_NAME),
-                        "description": cut(description, MAX_MESSAGE)
-                        if isinstance(description, str)
-                        else None,
-                    },
-                }
-            )
-        elif parsed.get("subtype") == "task_notification":
-            disposition = DISPOSITIONS.get(parsed.get("status"))  # type: ignore[arg-type]
-            if disposition is not None:
-                self.out.append(
-                    {
-                        "type": "observation.subagent_completed",
-                        "payload": {"subagent": sid, "disposition": disposition},
-                    }
-                )
+    def finish(self, process: Any = None) -> list[Observation]:
+        """The remaining observations, ending with exactly one ending observation."""
+        if self._finished:
+            raise ValueError("finish() called twice")
+        self._finished = True
+        out: list[Observation] = []
+        last_response = ""
+        if self._text is not None:
+            self._text.feed(b"", final=True)
+            content = self._text.content()
+            if content:
+                out.append({"type": "observation.agent_message", "payload": {"content": content}})
+                last_response = content
+        else:
+            fold = self._fold
+            assert fold is not None
+            for e in self._normalizer.finish():
+                fold.feed(e)
+            fold.close()
+            out += fold.take()
+            if fold.result_text is not None:
+                last_response = fold.result_text
+            elif fold.last_main_message is not None:
+                last_response = fold.last_main_message
+        out.append(_ending(self._fold, process))
+        prior = self._request.prior_state
+        self._state = {
+            "schema_version": 1,
+            "turn": int(prior["turn"]) + 1 if prior is not None else 1,
+            "last_response": last_response,
+        }
+        return self._out(out)
 
-    def usage(self, e: dict[str, Any]) -> None:
-        cost = _dict(e.get("usage")).get("costUsd")
-        if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
-            return
-        scope = e.get("usageScope") or e.get("subtype")
-        if scope == "cumulative":
-            self.cumulative_cost = float(cost)
-        elif scope == "turn":
-            self.turn_costs.append(float(cost))
-        elif scope == "message":
-            self.message_costs.setdefault(e.get("messageId") or f"@{e['position']}", float(cost))
+    @property
+    def state(self) -> dict[str, Any]:
+        """The resulting state; valid after finish()."""
+        if self._state is None:
+            raise ValueError("state is known only after finish()")
+        return self._state
 
-    def cost(self) -> int | None:
-        if self.cumulative_cost is not None:
-            return microusd(self.cumulative_cost)
-        if self.turn_costs:
-            return sum(microusd(c) for c in self.turn_costs)
-        if self.message_costs:
-            return sum(microusd(c) for c in self.message_costs.values())
-        return None
-
-    def duration_ms(self) -> int | None:
-        if self.final is None:
-            return None
-        parsed = _dict(self.final.get("parsed"))
-        for key in ("duration_ms", "durationMs"):
-            value = _int(parsed.get(key))
-            if value is not None:
-                return value
-        return None
+    def _out(self, out: list[Observation]) -> list[Observation]:
+        if not self._started:
+            self._started = True
+            ready = {"capability_set": capability_set(self._contract)}
+            out.insert(0, {"type": "observation.ready", "payload": ready})
+        if self._redact is not None:
+            out = [self._redact(o) for o in out]
+        return out
 
 
 def observe(
@@ -684,90 +671,71 @@ def observe(
     dialect: Any = "auto",
     implementation: str = "native",
 ) -> tuple[list[Observation], dict[str, Any]]:
-    """Observations for one turn and the resulting state.
+    """Observations for one turn and the resulting state: ``Observer.feed(stdout)`` then
+    ``finish(process)``.
 
     ``process`` is the executor's ``ProcessResult`` of a live run, or ``None`` for a replay
     (then the stream alone decides the ending). ``contract`` must be validated.
     """
+    observer = Observer(contract, request, dialect=dialect, implementation=implementation)
     if isinstance(stdout, str):
         stdout = stdout.encode("utf-8", "surrogatepass")
-    out: list[Observation] = [
-        {"type": "observation.ready", "payload": {"capability_set": capability_set(contract)}}
-    ]
-    stream: _Stream | None = None
-    last_response = ""
-    if contract["output_mode"] == "text":
-        text = stdout.decode("utf-8", "replace")
-        if text.endswith("\r\n"):
-            text = text[:-2]
-        elif text.endswith("\n"):
-            text = text[:-1]
-        if text:
-            content = cut(text, MAX_CONTENT)
-            out.append({"type": "observation.agent_message", "payload": {"content": content}})
-            last_response = content
-    else:
-        stream = _Stream(request.output_schema)
-        stream.run(_normalize(stdout, dialect, implementation))
-        out += stream.out
-        if stream.result_text is not None:
-            last_response = stream.result_text
-        elif stream.last_main_message is not None:
-            last_response = stream.last_main_message
-    out.append(_ending(stream, process))
-    prior = request.prior_state
-    state = {
-        "schema_version": 1,
-        "turn": int(prior["turn"]) + 1 if prior is not None else 1,
-        "last_response": last_response,
-    }
-    return out, state
+    out = observer.feed(stdout)
+    out += observer.finish(process)
+    return out, observer.state
 
 
-def _ending(stream: _Stream | None, process: Any) -> Observation:
+def _ending(fold: _Fold | None, process: Any) -> Observation:
     def failed(kind: str, message: str) -> Observation:
         return {"type": "observation.failed", "payload": {"error": _error(kind, message)}}
 
+    final = fold.final if fold is not None else None
+    cancelled = process is not None and getattr(process, "cancelled", False) is True
     if process is not None:
         if process.spawn_error is not None:
             return failed(
                 "runtime.harness_unavailable",
                 process.spawn_error_message or f"entrypoint {process.spawn_error}",
             )
-        if process.output_truncated:
+        if cancelled and final is None:  # cancelled before the stream reached its outcome
+            return _finished(fold, process, "interrupted")
+        if process.output_truncated and not cancelled:
             return failed(
                 "validation.payload_too_large",
                 "harness output reached the output cap; the process group was killed",
             )
-        if process.timed_out:
+        if process.timed_out and not cancelled:
             return failed(
                 "runtime.turn_deadline_exceeded",
                 f"turn deadline exceeded after {process.wall_time_ms} ms; "
                 "the process group was killed",
             )
     ending, payload = "finished", {}
-    if stream is not None and stream.final is not None and stream.final.get("kind") == "error":
-        ending, payload = _ending_from_error(stream.final)
-    if ending == "finished" and process is not None:
+    if final is not None and final["kind"] == "error":
+        ending, payload = _ending_from_error(final)
+    if ending == "finished" and process is not None and not cancelled:
         if process.signal is not None:
             return failed("runtime.harness_failed", _exit_message(process))
         if process.exit_code != 0:  # None without a signal: the status was lost
             return failed("runtime.harness_failed", _exit_message(process))
     if ending != "finished":
         return {"type": f"observation.{ending}", "payload": payload}
+    return _finished(fold, process, payload.get("stop_reason"))
+
+
+def _finished(fold: _Fold | None, process: Any, stop_reason: str | None) -> Observation:
     finished: dict[str, Any] = {
-        "stop_reason": payload.get("stop_reason")
-        or _stop_reason(stream.final if stream else None, stream.last_assistant if stream else None)
+        "stop_reason": stop_reason or (fold.stop_reason() if fold is not None else "end_turn")
     }
-    if stream is not None:
-        cost = stream.cost()
+    if fold is not None:
+        cost = fold.cost()
         if cost is not None:
             finished["vendor_reported_cost_microusd"] = cost
     wall = process.wall_time_ms if process is not None else None
-    if wall is None and stream is not None:
-        wall = stream.duration_ms()
+    if wall is None and fold is not None:
+        wall = fold.duration_ms()
     if wall is not None:
-        finished["turn"] = (stream.turn if stream is not None else _Turn()).payload(wall)
+        finished["turn"] = (fold.turn if fold is not None else _Turn()).payload(wall)
     return {"type": "observation.finished", "payload": finished}
 
 

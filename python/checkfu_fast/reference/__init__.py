@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import DialectNotImplemented, InvalidOption, UnknownDialect
 from .dialects import DIALECTS, IMPLEMENTED, MappedDialect, load_dialect
-from .events import Event
+from .events import Event, classify_tools
 from .framing import Framer, Line, WideStream
 from .journal import validate_journal
 from .parse import JsonError, parse, scan_budget
@@ -39,6 +39,13 @@ _ORDER = (
     "retryAt", "retryAfterMs",
     "usage", "usageScope", "messageId", "delta",
     "truncated", "lineBytes", "encoding", "streamBytes",
+    "toolClass", "providerToolName", "providerArguments", "toolResult", "fileChanges",
+    "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
+)  # fmt: skip
+# line-level extras, after ``nativeType`` (docs/events.md)
+_LINE_ORDER = (
+    "modelCallId", "nativeId", "stopReason", "durationMs", "resultText", "structuredOutput",
+    "repeatsError", "partial",
 )  # fmt: skip
 
 
@@ -199,10 +206,15 @@ class Normalizer:
             self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out)
             return
         events = module.map_line(value) or [UNKNOWN]
-        line_meta = module.meta(value)
+        classify_tools(events)
+        m = module.meta(value)
+        line_meta = {k: x for k, x in m.items() if k not in _LINE_ORDER}
         nt = module.native_type(value) if hasattr(module, "native_type") else value.get("type")
         if isinstance(nt, str):
             line_meta["nativeType"] = nt
+        for k in _LINE_ORDER:
+            if k in m:
+                line_meta[k] = m[k]
         line_meta.update(extra)
         for ev in events:
             self._push(_finish(p.position, dialect, ev, p.raw, value, line_meta), out)

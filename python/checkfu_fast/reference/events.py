@@ -196,3 +196,136 @@ def kind_for_status(code: Any) -> str | None:
     if 500 <= code <= 599:
         return "transport"
     return None
+
+
+# -- oneshot extras (docs/events.md, "Extra fields for consumers") ----------------------------
+# Tool classes by the provider's own tool name, lowercased; checked shell, filesystem, then an
+# ``mcp_`` prefix (or a dialect's ``mcp`` hint). Rust twin: ``SHELL_TOOLS`` / ``FILESYSTEM_TOOLS``
+# in rust/event.rs (tests/test_extras.py compares the two).
+SHELL_TOOLS = (
+    "bash",
+    "shell",
+    "command_execution",
+    "exec_command",
+    "run_terminal_cmd",
+    "run_shell_command",
+    "execute_command",
+    "terminal",
+    "local_shell",
+)
+FILESYSTEM_TOOLS = (
+    "read",
+    "write",
+    "edit",
+    "multiedit",
+    "glob",
+    "grep",
+    "ls",
+    "list",
+    "notebookedit",
+    "notebookread",
+    "view",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "search_files",
+    "delete",
+    "delete_file",
+    "str_replace_based_edit_tool",
+    "apply_patch",
+    "file_change",
+)
+
+
+def tool_class(name: str, hint: Any = None) -> str | None:
+    """``shell``, ``filesystem`` or ``mcp`` for a provider tool name (``hint``: the dialect's own
+    class, used when the name is in no table)."""
+    low = name.lower()
+    if low in SHELL_TOOLS:
+        return "shell"
+    if low in FILESYSTEM_TOOLS:
+        return "filesystem"
+    if low.startswith("mcp_"):
+        return "mcp"
+    return hint if isinstance(hint, str) else None
+
+
+def classify_tools(events: list[Event]) -> None:
+    """Set ``toolClass`` on every ``tool_call`` event from its provider tool name (the
+    pipeline's one generic pass, after the dialect)."""
+    for ev in events:
+        if ev.get("kind") != "tool_call":
+            continue
+        tool = ev.get("tool")
+        name = ev.get("providerToolName")
+        if not isinstance(name, str):
+            name = tool.get("name") if isinstance(tool, dict) else None
+        cls = tool_class(name, ev.get("toolClass")) if isinstance(name, str) else None
+        if cls is None:
+            ev.pop("toolClass", None)
+        else:
+            ev["toolClass"] = cls
+
+
+def nonneg_int(x: Any) -> bool:
+    """A JSON integer >= 0 (any size; no bools)."""
+    return type(x) is int and x >= 0
+
+
+def _str(x: Any) -> str | None:
+    return x if isinstance(x, str) and x else None
+
+
+def stop_reason(v: dict[str, Any]) -> str | None:
+    """The native stop reason of an outcome or assistant line: the first string among the
+    line's ``stop_reason``/``stopReason``/``reason``, its ``part``'s, then its ``message``'s
+    ``stop_reason``/``stopReason``."""
+    part = v.get("part")
+    message = v.get("message")
+    holders = [(v, ("stop_reason", "stopReason", "reason"))]
+    if isinstance(part, dict):
+        holders.append((part, ("stop_reason", "stopReason", "reason")))
+    if isinstance(message, dict):
+        holders.append((message, ("stop_reason", "stopReason")))
+    for holder, keys in holders:
+        for k in keys:
+            if isinstance(holder.get(k), str):
+                return holder[k]
+    return None
+
+
+def line_extras(v: dict[str, Any], *, outcome: bool = False) -> dict[str, Any]:
+    """Line-level extras every dialect reads the same way: ``durationMs`` (a top-level
+    ``duration_ms``/``durationMs``) and, on outcome or assistant lines, ``stopReason``."""
+    m: dict[str, Any] = {}
+    if outcome:
+        reason = stop_reason(v)
+        if reason is not None:
+            m["stopReason"] = reason
+    for k in ("duration_ms", "durationMs"):
+        if nonneg_int(v.get(k)):
+            m["durationMs"] = v[k]
+            break
+    return m
+
+
+def compaction_tokens(ev: Event, v: dict[str, Any]) -> Event:
+    """Set ``tokensBefore``/``tokensAfter`` on a compaction event from the first holder (the
+    line, ``compact_metadata``, ``compactMetadata``, ``result``) with both counts."""
+    pairs = (("pre_tokens", "post_tokens"), ("tokens_before", "tokens_after"))
+    pairs += (("tokensBefore", "tokensAfter"),)
+    for holder in (v, v.get("compact_metadata"), v.get("compactMetadata"), v.get("result")):
+        if not isinstance(holder, dict):
+            continue
+        for b, a in pairs:
+            if nonneg_int(holder.get(b)) and nonneg_int(holder.get(a)):
+                ev["tokensBefore"] = holder[b]
+                ev["tokensAfter"] = holder[a]
+                return ev
+    return ev
+
+
+def content_blocks(result: Any) -> Any:
+    """A result object's ``content`` (the content blocks) when it has one, else the result."""
+    return result["content"] if isinstance(result, dict) and "content" in result else result

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import MappingError
-from .events import Event, classify, kind_for_status, usage
+from .events import Event, classify, kind_for_status, nonneg_int, usage
 from .retry import retry_fields
 
 FORMAT_KEY = "checkfu_dialect"
@@ -110,6 +110,16 @@ class Emit:
     usage_cached: tuple[str, ...] | None = None
     usage_cost: tuple[str, ...] | None = None
     usage_model: Str | None = None
+    # the oneshot extras (docs/events.md)
+    tool_result: tuple[str, ...] | None = None
+    tool_class: str | None = None
+    provider_name: Str | None = None
+    provider_args: tuple[str, ...] | None = None
+    tokens: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    file_change: tuple[Str, Str] | None = None
+    subagent: tuple[Any, ...] | None = None  # (id, phase, name, type, description, disposition)
+    retry: bool = False
+    delta_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ class Mapping:
     rules: tuple[Rule, ...]
     session_id: Str | None = None
     native_type: Str | None = None
+    line: tuple[tuple[str, Any], ...] = ()  # the line extras: (field, Str | pointers | Cond)
     source: str = field(default="", compare=False)
 
 
@@ -241,7 +252,64 @@ _EMIT_KEYS = (
     "tool",
     "error",
     "usage",
+    "toolResult",
+    "toolClass",
+    "providerToolName",
+    "providerArguments",
+    "compaction",
+    "fileChange",
+    "subagent",
+    "retry",
+    "deltaOnly",
 )
+TOOL_CLASSES = ("shell", "filesystem", "mcp")
+PHASES = ("spawned", "started", "ended")
+FILE_EVENTS = ("create", "modify", "delete")
+DISPOSITIONS = ("completed", "failed", "canceled")
+# meta: line extras that are strings from the line, integers, any value, or a condition
+_META_STRINGS = ("modelCallId", "nativeId", "stopReason", "resultText")
+_META_FLAGS = ("partial", "repeatsError")
+_META_KEYS = ("sessionId", "nativeType", *_META_STRINGS, "durationMs", "structuredOutput")
+_META_KEYS += _META_FLAGS
+
+
+def _extras(e: dict[str, Any], where: str, args: dict[str, Any]) -> None:
+    """The oneshot extras of an EMIT (docs/mappings.md)."""
+    for key, name in (("retry", "retry"), ("deltaOnly", "delta_only")):
+        if key in e:
+            if not isinstance(e[key], bool):
+                raise MappingError(f"{where}/{key}: expected true or false")
+            args[name] = e[key]
+    if "toolResult" in e:
+        args["tool_result"] = _ptr(e["toolResult"], f"{where}/toolResult")
+    if "toolClass" in e:
+        if e["toolClass"] not in TOOL_CLASSES:
+            raise MappingError(f"{where}/toolClass: expected one of {', '.join(TOOL_CLASSES)}")
+        args["tool_class"] = e["toolClass"]
+    if "providerToolName" in e:
+        args["provider_name"] = _str(e["providerToolName"], f"{where}/providerToolName")
+    if "providerArguments" in e:
+        args["provider_args"] = _ptr(e["providerArguments"], f"{where}/providerArguments")
+    if "compaction" in e:
+        c = _obj(e["compaction"], f"{where}/compaction", ("before", "after"), ("before", "after"))
+        args["tokens"] = (
+            _ptr(c["before"], f"{where}/compaction/before"),
+            _ptr(c["after"], f"{where}/compaction/after"),
+        )
+    if "fileChange" in e:
+        f = _obj(e["fileChange"], f"{where}/fileChange", ("event", "path"), ("event", "path"))
+        args["file_change"] = (
+            _str(f["event"], f"{where}/fileChange/event"),
+            _str(f["path"], f"{where}/fileChange/path"),
+        )
+    if "subagent" in e:
+        w = f"{where}/subagent"
+        keys = ("id", "phase", "name", "type", "description", "disposition")
+        sa = _obj(e["subagent"], w, keys, ("id", "phase"))
+        if sa["phase"] not in PHASES:
+            raise MappingError(f"{w}/phase: expected one of {', '.join(PHASES)}")
+        opt = [_str(sa[k], f"{w}/{k}") if k in sa else None for k in keys[2:]]
+        args["subagent"] = (_str(sa["id"], f"{w}/id", pointers_only=True), sa["phase"], *opt)
 
 
 def _emit(x: Any, where: str) -> Emit:
@@ -334,6 +402,7 @@ def _emit(x: Any, where: str) -> Emit:
             args["usage_model"] = _str(u["model"], f"{where}/usage/model")
     elif kind == "usage":
         raise MappingError(f'{where}: a usage event needs "usage"')
+    _extras(e, where, args)
     return Emit(**args)
 
 
@@ -358,7 +427,18 @@ def compile_mapping(doc: Any, source: str = "<mapping>") -> Mapping:
     sniff = d.get("sniff", [])
     if not isinstance(sniff, list):
         raise MappingError(f"{where} /sniff: expected a list of conditions")
-    meta = _obj(d.get("meta", {}), f"{where} /meta", ("sessionId", "nativeType"))
+    meta = _obj(d.get("meta", {}), f"{where} /meta", _META_KEYS)
+    line: list[tuple[str, Any]] = []
+    for k in _META_KEYS[2:]:
+        if k not in meta:
+            continue
+        w = f"{where} /meta/{k}"
+        if k in _META_FLAGS:
+            line.append((k, _cond(meta[k], w)))
+        elif k in _META_STRINGS:
+            line.append((k, _str(meta[k], w, pointers_only=True)))
+        else:  # durationMs, structuredOutput: values
+            line.append((k, _ptrs(meta[k], w)))
     rules = d["rules"]
     if not isinstance(rules, list):
         raise MappingError(f"{where} /rules: expected a list")
@@ -385,6 +465,7 @@ def compile_mapping(doc: Any, source: str = "<mapping>") -> Mapping:
         native_type=_str(meta["nativeType"], f"{where} /meta/nativeType", pointers_only=True)
         if "nativeType" in meta
         else None,
+        line=tuple(line),
     )
 
 
@@ -506,7 +587,47 @@ def _event(e: Emit, v: Any) -> Event:
     ev.update(_mid(e, v))
     if e.delta:
         ev["delta"] = True
+    _event_extras(e, v, ev)
     return ev
+
+
+def _event_extras(e: Emit, v: Any, ev: Event) -> None:
+    if e.tool_class is not None:
+        ev["toolClass"] = e.tool_class  # a hint: the generic pass classifies tool calls
+    name = string(e.provider_name, v)
+    if name is not None:
+        ev["providerToolName"] = name
+    if e.provider_args is not None and resolve(v, e.provider_args) is not _MISSING:
+        ev["providerArguments"] = resolve(v, e.provider_args)
+    result = resolve(v, e.tool_result) if e.tool_result is not None else _MISSING
+    if result is not _MISSING:
+        ev["toolResult"] = result
+    elif e.kind == "message" and e.subtype == "tool_result":
+        ev["toolResult"] = ev["text"]  # the result exactly as the line gives it: its text
+    if e.file_change is not None:
+        event, path = string(e.file_change[0], v), string(e.file_change[1], v)
+        if event in FILE_EVENTS and path is not None:
+            ev["fileChanges"] = [{"event": event, "path": path}]
+    if e.subagent is not None:
+        sid = string(e.subagent[0], v)
+        if sid is not None:
+            info: dict[str, Any] = {"id": sid, "phase": e.subagent[1]}
+            for key, spec in zip(("name", "type", "description"), e.subagent[2:5], strict=True):
+                x = string(spec, v)
+                if x is not None:
+                    info[key] = x
+            disposition = string(e.subagent[5], v)
+            if disposition in DISPOSITIONS:
+                info["disposition"] = disposition
+            ev["subagent"] = info
+    if e.tokens is not None:
+        before, after = resolve(v, e.tokens[0]), resolve(v, e.tokens[1])
+        if nonneg_int(before) and nonneg_int(after):
+            ev["tokensBefore"], ev["tokensAfter"] = before, after
+    if e.retry:
+        ev["retry"] = True
+    if e.delta_only:
+        ev["deltaOnly"] = True
 
 
 def _mid(e: Emit, v: Any) -> Event:
@@ -539,6 +660,26 @@ def meta(m: Mapping, v: Any) -> dict[str, Any]:
     sid = string(m.session_id, v)
     if sid is not None:
         out["sessionId"] = sid
+    for key, spec in m.line:
+        if key in _META_FLAGS:
+            if holds(spec, v):
+                out[key] = True
+        elif key in _META_STRINGS:
+            x = string(spec, v)
+            if x is not None:
+                out[key] = x
+        elif key == "durationMs":
+            for ptr in spec:
+                x = resolve(v, ptr)
+                if nonneg_int(x):
+                    out[key] = x
+                    break
+        else:  # structuredOutput: the first pointer that resolves, any value
+            for ptr in spec:
+                x = resolve(v, ptr)
+                if x is not _MISSING:
+                    out[key] = x
+                    break
     return out
 
 

@@ -10,10 +10,12 @@ from typing import Any
 from ..events import (
     Event,
     classify,
+    compaction_tokens,
     content_text,
     error,
     is_count,
     kind_for_status,
+    line_extras,
     msg,
     name_or_unknown,
     status,
@@ -50,7 +52,61 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
         m["sessionId"] = v["session_id"]
     if isinstance(v.get("parent_tool_use_id"), str):
         m["parentToolUseId"] = v["parent_tool_use_id"]
+    message = v.get("message")
+    if isinstance(message, dict) and isinstance(message.get("id"), str) and message["id"]:
+        m["modelCallId"] = message["id"]
+    t = v.get("type")
+    m.update(line_extras(v, outcome=t in ("result", "assistant")))
+    if t == "result":  # null: a result line that reports no text
+        m["resultText"] = v["result"] if isinstance(v.get("result"), str) else None
+        if "structured_output" in v:
+            m["structuredOutput"] = v["structured_output"]
     return m
+
+
+# task_notification statuses -> sub-agent dispositions
+DISPOSITIONS = {
+    "completed": "completed",
+    "failed": "failed",
+    "error": "failed",
+    "stopped": "canceled",
+    "killed": "canceled",
+    "canceled": "canceled",
+    "cancelled": "canceled",
+}
+# tools whose call starts a sub-agent (their input names it)
+_SPAWN_TOOLS = ("Task", "Agent")
+
+
+def _nonempty(x: Any) -> str | None:
+    return x if isinstance(x, str) and x else None
+
+
+def _system(v: dict[str, Any], native: Any) -> list[Event]:
+    sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
+    if sub is None:
+        return []
+    # task_notification reports its result as `summary`
+    ev = status(sub, text_of(v.get("description")) or text_of(v.get("summary")))
+    if sub == "compaction":
+        compaction_tokens(ev, v)
+    sid = _nonempty(v.get("tool_use_id")) or _nonempty(v.get("task_id"))
+    if sid is not None and native == "task_started":
+        info: dict[str, Any] = {"id": sid, "phase": "started"}
+        if _nonempty(v.get("subagent_type")):
+            info["name"] = v["subagent_type"]
+        if _nonempty(v.get("task_type")):
+            info["type"] = v["task_type"]
+        if isinstance(v.get("description"), str):
+            info["description"] = v["description"]
+        ev["subagent"] = info
+    elif sid is not None and native == "task_notification":
+        info = {"id": sid, "phase": "ended"}
+        st = v.get("status")
+        if isinstance(st, str) and st in DISPOSITIONS:
+            info["disposition"] = DISPOSITIONS[st]
+        ev["subagent"] = info
+    return [ev]
 
 
 def map_line(v: Any) -> list[Event]:
@@ -62,12 +118,7 @@ def map_line(v: Any) -> list[Event]:
     if t == "result":
         return _result(v)
     if t == "system":
-        native = v.get("subtype")
-        sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
-        if sub is None:
-            return []
-        # task_notification reports its result as `summary`
-        return [status(sub, text_of(v.get("description")) or text_of(v.get("summary")))]
+        return _system(v, v.get("subtype"))
     if t == "stream_event":
         return _stream_event(v.get("event"))
     if t == "rate_limit_event":
@@ -95,19 +146,39 @@ def content_events(content: Any, role: str) -> list[Event]:
         elif bt == "redacted_thinking":
             out.append(msg("thinking", "assistant", ""))
         elif bt == "tool_use" or bt == "server_tool_use":
-            out.append(tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id")))
+            ev = tool_call(name_or_unknown(b.get("name")), b.get("input"), b.get("id"))
+            _spawn_hint(ev, b)
+            out.append(ev)
         elif bt == "tool_result":
-            out.append(
-                tool_result(
-                    "unknown",
-                    b.get("tool_use_id"),
-                    b.get("is_error") is True,
-                    content_text(b.get("content")),
-                )
+            ev = tool_result(
+                "unknown",
+                b.get("tool_use_id"),
+                b.get("is_error") is True,
+                content_text(b.get("content")),
             )
+            if "content" in b:
+                ev["toolResult"] = b["content"]
+            out.append(ev)
         elif isinstance(bt, str) and bt.endswith("_tool_result"):
-            out.append(_server_tool_result(b))
+            ev = _server_tool_result(b)
+            if "content" in b:
+                ev["toolResult"] = b["content"]
+            out.append(ev)
     return out
+
+
+def _spawn_hint(ev: Event, b: dict[str, Any]) -> None:
+    """A Task/Agent call names the sub-agent it starts (its ``task_started`` may not)."""
+    inp = b.get("input")
+    sid = _nonempty(b.get("id"))
+    if b.get("name") not in _SPAWN_TOOLS or not isinstance(inp, dict) or sid is None:
+        return
+    info: dict[str, Any] = {"id": sid, "phase": "spawned"}
+    if _nonempty(inp.get("subagent_type")):
+        info["name"] = inp["subagent_type"]
+    if isinstance(inp.get("description"), str):
+        info["description"] = inp["description"]
+    ev["subagent"] = info
 
 
 def _server_tool_result(b: dict[str, Any]) -> Event:

@@ -10,8 +10,10 @@ from typing import Any
 from ..events import (
     Event,
     classify,
+    content_blocks,
     content_text,
     error,
+    line_extras,
     msg,
     name_or_unknown,
     status,
@@ -25,12 +27,45 @@ NAME = "codex"
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(v.get("thread_id"), str):
-        return {"sessionId": v["thread_id"]}
+    out: dict[str, Any] = {}
     m = v.get("msg")
-    if isinstance(m, dict) and isinstance(m.get("session_id"), str):
-        return {"sessionId": m["session_id"]}
-    return {}
+    if isinstance(v.get("thread_id"), str):
+        out["sessionId"] = v["thread_id"]
+    elif isinstance(m, dict) and isinstance(m.get("session_id"), str):
+        out["sessionId"] = m["session_id"]
+    item = v.get("item")
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]:
+        out["nativeId"] = item["id"]
+    out.update(line_extras(v, outcome=v.get("type") == "turn.completed"))
+    return out
+
+
+# file_change kinds (current items) and legacy patch keys -> file events
+FILE_EVENTS = {"add": "create", "delete": "delete", "update": "modify"}
+
+
+def _file_changes(changes: Any) -> list[dict[str, str]]:
+    out = []
+    if isinstance(changes, list):  # current: [{"path", "kind"}]
+        for c in changes:
+            if not isinstance(c, dict):
+                continue
+            event = FILE_EVENTS.get(c.get("kind")) if isinstance(c.get("kind"), str) else None
+            path = c.get("path")
+            if event is not None and isinstance(path, str) and path:
+                out.append({"event": event, "path": path})
+    elif isinstance(changes, dict):  # legacy: {path: {"add"|"update"|"delete": ...}}
+        for path, change in changes.items():
+            kind = next(iter(change), None) if isinstance(change, dict) else None
+            event = FILE_EVENTS.get(kind) if isinstance(kind, str) else None
+            if event is not None and path:
+                out.append({"event": event, "path": path})
+    return out
+
+
+def _with(ev: Event, **extras: Any) -> Event:
+    ev.update(extras)
+    return ev
 
 
 def native_type(v: dict[str, Any]) -> Any:
@@ -67,7 +102,10 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [error("turn_failed", "turn_failed", message, classify(message))]
     if t == "error":
         message = text_of(v.get("message")) or "error"
-        return [error("api_error", "error", message, classify(message))]
+        ev = error("api_error", "error", message, classify(message))
+        if message.encode("utf-8", "surrogatepass")[:12].lower() == b"reconnecting":  # a retry
+            ev["retry"] = True
+        return [ev]
     if t in ("item.started", "item.updated", "item.completed"):
         item = v.get("item")
         return _item(t[5:], item) if isinstance(item, dict) else []
@@ -100,38 +138,53 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
         return [msg("thinking", "assistant", text_of(item.get("text")) or "")]
     if it == "command_execution":
         if phase == "started":
-            return [tool_call("shell", item.get("command"), iid)]
+            ev = tool_call("shell", item.get("command"), iid)
+            ev["providerToolName"] = "command_execution"
+            ev["providerArguments"] = {"command": item.get("command")}
+            return [ev]
         if phase == "completed":
             code = item.get("exit_code")
             failed = item.get("status") in ("failed", "declined") or (
                 type(code) is int and code != 0
             )
-            return [tool_result("shell", iid, failed, text_of(item.get("aggregated_output")) or "")]
+            ev = tool_result("shell", iid, failed, text_of(item.get("aggregated_output")) or "")
+            if "aggregated_output" in item:
+                ev["toolResult"] = item["aggregated_output"]
+            return [ev]
         return [status("progress", "command_execution")]
     if it == "mcp_tool_call":
         name = name_or_unknown(item.get("tool"))
         if phase == "started":
-            return [tool_call(name, item.get("arguments"), iid)]
+            return [_with(tool_call(name, item.get("arguments"), iid), toolClass="mcp")]
         if phase == "completed":
             err = item.get("error")
             err_text = text_of(err.get("message")) if isinstance(err, dict) else None
             res = item.get("result")
             text = err_text or (content_text(res.get("content")) if isinstance(res, dict) else "")
             failed = item.get("status") == "failed" or err_text is not None
-            return [tool_result(name, iid, failed, text)]
+            ev = tool_result(name, iid, failed, text)
+            if "result" in item:  # structured_content is not content
+                ev["toolResult"] = content_blocks(res)
+            return [ev]
         return [status("progress", "mcp_tool_call")]
     if it == "web_search":
         # the query is known only on completion (started carries "" or nothing, and older
         # builds print no started item): the call and its result both come from completed
         if phase == "completed":
-            return [
-                tool_call("web_search", item.get("query"), iid),
-                tool_result("web_search", iid, False, text_of(item.get("query")) or ""),
-            ]
+            call = tool_call("web_search", item.get("query"), iid)
+            call["providerArguments"] = {"query": item.get("query")}
+            # the item reports the query, no result content: no toolResult
+            return [call, tool_result("web_search", iid, False, text_of(item.get("query")) or "")]
         return [status("progress", "web_search")]
     if it == "file_change":
         changes = _changes_text(item.get("changes"))
-        out = [status("file_change", changes)]
+        ev = status("file_change", changes)
+        ev["toolClass"] = "filesystem"  # a patch applied without a tool_use event
+        if item.get("status") == "completed":
+            applied = _file_changes(item.get("changes"))
+            if applied:
+                ev["fileChanges"] = applied
+        out = [ev]
         if item.get("status") == "failed":
             listed: list[Any] = item["changes"] if isinstance(item.get("changes"), list) else []
             paths = ", ".join(
@@ -191,31 +244,51 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
     if t in ("agent_reasoning", "agent_reasoning_raw_content"):
         return [msg("thinking", "assistant", text_of(m.get("text")) or "")]
     cid = m.get("call_id")
+    # the same tools under their current names; arguments: the line without type and call_id
+    rest = {k: x for k, x in m.items() if k not in ("type", "call_id")}
     if t == "exec_command_begin":
-        return [tool_call("shell", m.get("command"), cid)]
+        ev = tool_call("shell", m.get("command"), cid)
+        return [_with(ev, providerToolName="command_execution", providerArguments=rest)]
     if t == "exec_command_end":
         code = m.get("exit_code")
         text = text_of(m.get("aggregated_output"))
         if text is None:
             text = text_of(m.get("stdout")) or ""
-        return [tool_result("shell", cid, type(code) is int and code != 0, text)]
+        ev = tool_result("shell", cid, type(code) is int and code != 0, text)
+        if "aggregated_output" in m:
+            ev["toolResult"] = m["aggregated_output"]
+        elif "stdout" in m:
+            ev["toolResult"] = m["stdout"]
+        return [ev]
     if t == "patch_apply_begin":
-        return [tool_call("apply_patch", m.get("changes"), cid)]
+        ev = tool_call("apply_patch", m.get("changes"), cid)
+        _with(ev, providerToolName="file_change", providerArguments=rest)
+        proposed = _file_changes(m.get("changes")) if isinstance(m.get("changes"), dict) else []
+        if proposed:  # applied once patch_apply_end reports success
+            ev["fileChanges"] = proposed
+        return [ev]
     if t == "patch_apply_end":
         ok = m.get("success") is True
         text = text_of(m.get("stdout") if ok else m.get("stderr")) or ""
-        return [tool_result("apply_patch", cid, not ok, text)]
+        return [_with(tool_result("apply_patch", cid, not ok, text), toolResult=text)]
     if t in ("mcp_tool_call_begin", "mcp_tool_call_end"):
         inv = m.get("invocation")
         src = inv if isinstance(inv, dict) else m
         name = name_or_unknown(src.get("tool"))
         if t == "mcp_tool_call_begin":
-            return [tool_call(name, src.get("arguments"), cid)]
-        return [_legacy_mcp_end(name, cid, m.get("result"))]
+            return [_with(tool_call(name, src.get("arguments"), cid), toolClass="mcp")]
+        ev = _legacy_mcp_end(name, cid, m.get("result"))
+        if "result" in m:  # {"Ok": {content, isError}} or {"Err": text}
+            r = m["result"]
+            if isinstance(r, dict) and len(r) == 1:
+                r = content_blocks(r.get("Ok", r.get("Err", r)))
+            ev["toolResult"] = r
+        return [ev]
     if t == "web_search_begin":
         return [tool_call("web_search", m.get("query"), cid)]
     if t == "web_search_end":
-        return [tool_result("web_search", cid, False, text_of(m.get("query")) or "")]
+        text = text_of(m.get("query")) or ""
+        return [_with(tool_result("web_search", cid, False, text), toolResult=text)]
     if t == "token_count":
         info = m.get("info")
         if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
@@ -225,14 +298,15 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
         return [status("progress", "token_count")]
     if t in ("error", "stream_error"):
         message = text_of(m.get("message")) or t
-        return [
-            error(
-                "api_error" if t == "error" else "stream_error",
-                t,
-                message,
-                classify(message) if t == "error" else _transport_unless(message),
-            )
-        ]
+        ev = error(
+            "api_error" if t == "error" else "stream_error",
+            t,
+            message,
+            classify(message) if t == "error" else _transport_unless(message),
+        )
+        if t == "stream_error":  # a retry notice
+            ev["retry"] = True
+        return [ev]
     if t == "turn_aborted":
         reason = text_of(m.get("reason")) or "turn aborted"
         return [error("turn_aborted", "turn_aborted", reason, "semantic")]

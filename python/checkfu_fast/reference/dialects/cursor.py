@@ -7,7 +7,18 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..events import Event, classify, error, msg, status, text_of, tool_call, tool_result, usage
+from ..events import (
+    Event,
+    classify,
+    error,
+    line_extras,
+    msg,
+    status,
+    text_of,
+    tool_call,
+    tool_result,
+    usage,
+)
 from .claude import content_events
 
 NAME = "cursor"
@@ -29,7 +40,25 @@ _RESULT_TEXT_FIELDS = (
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
-    return {"sessionId": v["session_id"]} if isinstance(v.get("session_id"), str) else {}
+    m: dict[str, Any] = {}
+    if isinstance(v.get("session_id"), str):
+        m["sessionId"] = v["session_id"]
+    message = v.get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    if not (isinstance(mid, str) and mid):
+        mid = v.get("model_call_id")
+    if isinstance(mid, str) and mid:
+        m["modelCallId"] = mid
+    t = v.get("type")
+    m.update(line_extras(v, outcome=t in ("result", "assistant")))
+    if t == "result":  # null: a result line that reports no text
+        m["resultText"] = v["result"] if isinstance(v.get("result"), str) else None
+        if "structured_output" in v:
+            m["structuredOutput"] = v["structured_output"]
+    if t == "assistant" and "timestamp_ms" in v:
+        # --stream-partial-output prints chunks with timestamp_ms, then the whole segment
+        m["partial"] = True
+    return m
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -39,13 +68,18 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [status("init")] if sub == "init" else []
     if t in ("user", "assistant"):
         m = v.get("message")
-        return content_events(m.get("content"), t) if isinstance(m, dict) else []
+        out = content_events(m.get("content"), t) if isinstance(m, dict) else []
+        for ev in out:
+            if ev["subtype"] == "tool_result":
+                ev["toolResult"] = ev["text"]
+        return out
     if t == "thinking":
         if sub == "completed":
             return [status("progress", "thinking completed")]
         ev = msg("thinking", "assistant", text_of(v.get("text")) or "")
         if sub == "delta":  # thinking comes only as deltas (then a text-less `completed`)
             ev["delta"] = True
+            ev["deltaOnly"] = True
         return [ev]
     if t == "tool_call":
         return _tool_call(v, sub)
@@ -85,11 +119,22 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
             if isinstance(tool_name, str) and tool_name:
                 name = tool_name
     call_id = v.get("call_id")
+    tc = v.get("tool_call")
     if sub == "started":
-        return [tool_call(name, args, call_id)]
+        ev = tool_call(name, args, call_id)
+        kinds = [k for k in tc if k.endswith("ToolCall")]
+        if kinds and kinds[0] == "mcpToolCall":
+            ev["toolClass"] = "mcp"
+        return [ev]
     if sub == "completed":
         is_error, text = _result_text(body.get("result"))
-        return [tool_result(name, call_id, is_error, text)]
+        ev = tool_result(name, call_id, is_error, text)
+        ev["toolResult"] = text
+        for key, value in tc.items():
+            if key.endswith("ToolCall") and isinstance(value, dict) and "result" in value:
+                ev["toolResult"] = value["result"]
+                break
+        return [ev]
     return [status("progress", text_of(sub))]
 
 

@@ -15,8 +15,10 @@ from typing import Any
 from ..events import (
     Event,
     classify,
+    compaction_tokens,
     error,
     is_count,
+    line_extras,
     msg,
     name_or_unknown,
     status,
@@ -32,10 +34,27 @@ TICKS_PER_USD = 1e10
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k in ("sessionId", "sessionID"):
         if isinstance(v.get(k), str):
-            return {"sessionId": v[k]}
-    return {}
+            out["sessionId"] = v[k]
+            break
+    t = v.get("type")
+    if t == "usage" and isinstance(v.get("messageId"), str) and v["messageId"]:
+        out["modelCallId"] = v["messageId"]
+    out.update(line_extras(v, outcome=t is None or t == "end"))
+    return out
+
+
+def _raw_result(ev: Event, v: dict[str, Any]) -> Event:
+    """The tool result as the line gives it: ``rawOutput``, else ACP ``content``, else text."""
+    if "rawOutput" in v:
+        ev["toolResult"] = v["rawOutput"]
+    elif "content" in v:
+        ev["toolResult"] = v["content"]
+    else:
+        ev["toolResult"] = ev["text"]
+    return ev
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -55,7 +74,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         if st == "completed" or st == "failed":
             raw = v.get("rawOutput")
             text = raw if isinstance(raw, str) else _acp_text(v.get("content"))
-            return [tool_result(_tool_name(v), v.get("toolCallId"), st == "failed", text)]
+            ev = tool_result(_tool_name(v), v.get("toolCallId"), st == "failed", text)
+            return [_raw_result(ev, v)]
         return [status("progress", text_of(st))]
     if t == "usage":
         ev = _usage("message", v.get("model"), v.get("usage"), None)
@@ -67,7 +87,7 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "available_commands":
         return [status("progress", t)]
     if isinstance(t, str) and t.startswith("auto_compact"):
-        return [status("compaction", t)]
+        return [compaction_tokens(status("compaction", t), v)]
     if t == "max_turns_reached":
         message = text_of(v.get("message")) or "max turns reached"
         return [error("max_turns", "max_turns_reached", message, "semantic")]
@@ -172,7 +192,7 @@ def _superagent_tool(v: dict[str, Any]) -> list[Event]:
     tr = v.get("toolResult")
     if isinstance(tr, dict):
         text = text_of(tr.get("output")) or text_of(tr.get("error")) or ""
-        out.append(tool_result(name, cid, tr.get("success") is False, text))
+        out.append(_raw_result(tool_result(name, cid, tr.get("success") is False, text), v))
     return out
 
 

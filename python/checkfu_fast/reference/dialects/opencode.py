@@ -15,6 +15,7 @@ from ..events import (
     classify,
     error,
     kind_for_status,
+    line_extras,
     msg,
     name_or_unknown,
     status,
@@ -28,7 +29,18 @@ NAME = "opencode"
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
-    return {"sessionId": v["sessionID"]} if isinstance(v.get("sessionID"), str) else {}
+    out: dict[str, Any] = {}
+    if isinstance(v.get("sessionID"), str):
+        out["sessionId"] = v["sessionID"]
+    part = v.get("part")
+    if isinstance(part, dict):
+        # one message (model call) has several parts, each with its own id
+        if isinstance(part.get("messageID"), str) and part["messageID"]:
+            out["modelCallId"] = part["messageID"]
+        if isinstance(part.get("id"), str) and part["id"]:
+            out["nativeId"] = part["id"]
+    out.update(line_extras(v, outcome=v.get("type") in ("step_finish", "done")))
+    return out
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -64,7 +76,12 @@ def _tool(p: dict[str, Any]) -> list[Event]:
         text = text_of(s.get("error")) or ""
     else:  # not terminal (opencode prints none; kept for forks)
         return [status("progress", text_of(st))]
-    return [tool_call(name, s.get("input"), cid), tool_result(name, cid, st == "error", text)]
+    result = tool_result(name, cid, st == "error", text)
+    if "output" in s or "error" in s:
+        result["toolResult"] = s.get("output") if st != "error" else s.get("error")
+    else:
+        result["toolResult"] = text
+    return [tool_call(name, s.get("input"), cid), result]
 
 
 def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:

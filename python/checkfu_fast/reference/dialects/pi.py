@@ -14,8 +14,11 @@ from typing import Any
 from ..events import (
     Event,
     classify,
+    compaction_tokens,
+    content_blocks,
     content_text,
     error,
+    line_extras,
     msg,
     name_or_unknown,
     status,
@@ -40,9 +43,32 @@ _DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 
 
 def meta(v: dict[str, Any]) -> dict[str, Any]:
-    if v.get("type") == "session" and isinstance(v.get("id"), str):
-        return {"sessionId": v["id"]}
-    return {}
+    t = v.get("type")
+    out: dict[str, Any] = {}
+    if t == "session" and isinstance(v.get("id"), str):
+        out["sessionId"] = v["id"]
+    m = v.get("message")
+    if isinstance(m, dict):
+        mid = m.get("responseId") if t == "message_end" and "usage" in m else None
+        if not (isinstance(mid, str) and mid):
+            mid = m.get("id")
+        if isinstance(mid, str) and mid:
+            out["modelCallId"] = mid
+    out.update(line_extras(v, outcome=t in ("message_end", "turn_end", "agent_end")))
+    if t in ("turn_end", "agent_end") and _ended_in_error(v):
+        out["repeatsError"] = True
+    return out
+
+
+def _ended_in_error(v: dict[str, Any]) -> bool:
+    """``turn_end``/``agent_end`` repeat the turn's last assistant message; when it stopped with
+    ``error`` or ``aborted`` its ``message_end`` already gave the error event."""
+    messages = v.get("messages")
+    candidates = messages if isinstance(messages, list) else [v.get("message")]
+    for m in reversed(candidates):
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            return m.get("stopReason") in ("error", "aborted")
+    return False
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -67,24 +93,27 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "tool_execution_end":
         r = v.get("result")
         text = content_text(r.get("content")) if isinstance(r, dict) else text_of(r) or ""
-        return [
-            tool_result(
-                name_or_unknown(v.get("toolName")),
-                v.get("toolCallId"),
-                v.get("isError") is True,
-                text,
-            )
-        ]
+        ev = tool_result(
+            name_or_unknown(v.get("toolName")),
+            v.get("toolCallId"),
+            v.get("isError") is True,
+            text,
+        )
+        if "result" in v:  # details are not content
+            ev["toolResult"] = content_blocks(r)
+        return [ev]
     if t == "auto_compaction_start":
-        return [status("compaction", text_of(v.get("reason")))]
+        return [compaction_tokens(status("compaction", text_of(v.get("reason"))), v)]
     if t == "auto_compaction_end":
         message = text_of(v.get("errorMessage"))
         if message:
             return [error("compaction_error", "compaction_error", message, classify(message))]
-        return [status("compaction", "aborted" if v.get("aborted") is True else t)]
+        ev = status("compaction", "aborted" if v.get("aborted") is True else t)
+        return [compaction_tokens(ev, v)]
     if t == "auto_retry_start":
         message = text_of(v.get("errorMessage")) or ""
         ev = error("retry", "auto_retry", message, classify(message or "auto_retry"))
+        ev["retry"] = True
         delay = v.get("delayMs")  # pi's own delay before the retry wins over the text's
         if ev["error"]["errorKind"] in ("quota", "transport") and type(delay) is int:
             if 0 <= delay < 1 << 63:
