@@ -3,6 +3,7 @@
 validate_contract(contract)                    section 1, raises ContractError
 plan_exchange(contract, TurnRequest(...))      section 2, pure
 run_turn(contract, TurnRequest(...))           section 3, runs the harness
+stream_turn / astream_turn(...)                section 3, the same, observations live
 observe(contract, request, stdout, process)    section 4, deterministic
 check_vector_file(path, live=False)            section 5, the vector runner
 """
@@ -11,27 +12,40 @@ from __future__ import annotations
 
 from ..errors import ContractError
 from .contract import validate_contract
-from .executor import ProcessResult, StagedFile, minimal_environment, run_process
+from .executor import (
+    ProcessResult,
+    StagedFile,
+    minimal_environment,
+    pid_namespace_available,
+    run_process,
+)
 from .observe import capability_set, observe
 from .plan import DEFAULT_STAGING_ROOT, TurnRequest, plan_exchange
-from .turn import TurnResult, run_turn
+from .redact import redactor
+from .turn import AsyncTurnStream, TurnResult, TurnStream, astream_turn, run_turn, stream_turn
 from .vectors import FileReport, VectorReport, check_vector_file
 
 __all__ = [
     "DEFAULT_STAGING_ROOT",
+    "AsyncTurnStream",
     "ContractError",
     "FileReport",
     "ProcessResult",
     "StagedFile",
     "TurnRequest",
     "TurnResult",
+    "TurnStream",
+    "astream_turn",
     "VectorReport",
     "capability_set",
     "check_vector_file",
     "minimal_environment",
     "observe",
+    "pid_namespace_available",
     "plan_exchange",
+    "redactor",
     "run_process",
     "run_turn",
+    "stream_turn",
     "validate_contract",
 ]

@@ -780,3 +780,71 @@ def _exit_message(process: Any) -> str:
         head = f"harness exited with status {process.exit_code}"
     tail = process.stderr_tail.decode("utf-8", "replace").strip().splitlines()
     return f"{head}: {tail[-1]}" if tail else head
+
+
+# ---- TEMPORARY SHIM (runner branch) -------------------------------------------------------
+# Stands in for the incremental ``Observer`` of the "fold" branch, whose interface it has, until
+# that branch is merged (then this block goes). It buffers stdout and runs ``observe`` in
+# ``finish``, so ``feed`` returns nothing until the end. It adds what the runner needs of the
+# real one: ``process.cancelled`` ends the turn with ``finished``/``interrupted`` unless the
+# stream's own outcome was an error (the shim cannot tell a successful outcome from none), a
+# ``host_resources`` spawn error is a ``retryable_failure`` ``runtime.runner_unavailable``
+# (the host ran out of something, not the harness's fault), and ``redact`` is applied deep to
+# every payload and to ``last_response``.
+class Observer:
+    def __init__(
+        self,
+        contract: dict[str, Any],
+        request: TurnRequest,
+        *,
+        dialect: Any = "auto",
+        implementation: str = "native",
+        redact: Any = None,
+    ) -> None:
+        self._args = (contract, request, dialect, implementation)
+        self._redact = redact
+        self._stdout = bytearray()
+        self._state: dict[str, Any] | None = None
+
+    def feed(self, data: bytes) -> list[Observation]:
+        self._stdout += data
+        return []
+
+    def finish(self, process: Any = None) -> list[Observation]:
+        import dataclasses
+
+        contract, request, dialect, implementation = self._args
+        stdout, self._stdout = bytes(self._stdout), bytearray()
+        kw = {"dialect": dialect, "implementation": implementation}
+        out, state = observe(contract, request, stdout, process=process, **kw)
+        spawn_error = getattr(process, "spawn_error", None)
+        if spawn_error == "host_resources":
+            message = cut(process.spawn_error_message or "host resources exhausted", 4096)
+            out[-1] = {
+                "type": "observation.retryable_failure",
+                "payload": {"error": _error("runtime.runner_unavailable", message)},
+            }
+        elif (
+            getattr(process, "cancelled", False)
+            and spawn_error is None
+            and not process.output_truncated
+            and not process.timed_out
+        ):
+            calm = dataclasses.replace(process, exit_code=0, signal=None, cancelled=False)
+            ending = observe(contract, request, stdout, process=calm, **kw)[0][-1]
+            if ending["type"] == "observation.finished":
+                ending["payload"]["stop_reason"] = "interrupted"
+            out[-1] = ending
+        if self._redact is not None:
+            from .redact import redact_deep
+
+            out = [{**o, "payload": redact_deep(o["payload"], self._redact)} for o in out]
+            state = {**state, "last_response": self._redact(state["last_response"])}
+        self._state = state
+        return out
+
+    @property
+    def state(self) -> dict[str, Any]:
+        if self._state is None:
+            raise RuntimeError("Observer.state is known only after finish()")
+        return self._state
