@@ -167,7 +167,9 @@ def _read_json(path: str, what: str) -> Any:
 def _run(args: argparse.Namespace) -> int:
     import os
 
-    from .oneshot import TurnRequest, minimal_environment, run_turn, validate_contract
+    import signal
+
+    from .oneshot import TurnRequest, minimal_environment, stream_turn, validate_contract
 
     contract = validate_contract(_read_json(args.contract, "contract"))
     try:
@@ -187,24 +189,35 @@ def _run(args: argparse.Namespace) -> int:
                 continue
             value = os.environ[name]
         extra[name] = value
-    result = run_turn(
-        contract,
-        request,
-        env=minimal_environment(extra),
-        deadline_s=args.deadline,
-        output_cap=args.output_cap,
-        dialect=args.dialect,
-        implementation="reference" if args.reference else "native",
-        entrypoint=args.entrypoint,
-    )
+    def terminate(signum: int, frame: object) -> None:  # SIGTERM: end like Ctrl-C
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     out = sys.stdout.buffer
-    for obs in result.observations:
-        out.write(_dumps(obs))
+    last = None
+    try:
+        with stream_turn(
+            contract,
+            request,
+            env=minimal_environment(extra),
+            deadline_s=args.deadline,
+            output_cap=args.output_cap,
+            dialect=args.dialect,
+            implementation="reference" if args.reference else "native",
+            entrypoint=args.entrypoint,
+        ) as stream:
+            for obs in stream:  # each observation as soon as the harness caused it
+                out.write(_dumps(obs))
+                out.flush()
+                last = obs
+            result = stream.result
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     out.write(_dumps({"resulting_state": result.resulting_state}))
     out.flush()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(result.resulting_state) + "\n", "utf-8")
-    return 0 if result.observations[-1]["type"] == "observation.finished" else 1
+    return 0 if last is not None and last["type"] == "observation.finished" else 1
 
 
 def main(argv: list[str] | None = None) -> int:
