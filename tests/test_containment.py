@@ -1,0 +1,340 @@
+"""Containment and hygiene of live turns (issue 11), one stub harness per failure mode:
+daemons that setsid and close their fds, /proc/$PPID/environ, secrets on stderr and stdout,
+SIGTERM/SIGKILL/SIGINT to the runner, inherited SIG_IGN, non-executables, host exhaustion."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from livehelp import FAST, STUB, contract, gone, harness, kill_token, token
+
+from checkfu_fast.oneshot import (
+    TurnRequest,
+    minimal_environment,
+    pid_namespace_available,
+    run_turn,
+)
+from checkfu_fast.oneshot import executor
+from checkfu_fast.oneshot.executor import private_staging_dir, run_process
+from checkfu_fast.oneshot.redact import MARK, redact_deep, redactor
+
+CONTAINED = pytest.mark.skipif(
+    not pid_namespace_available(), reason="this machine allows no PID namespace"
+)
+PYTHONPATH = {"PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+# -- containment ---------------------------------------------------------------------------------
+
+
+@CONTAINED
+@pytest.mark.parametrize("hang", [False, True])
+def test_a_setsid_daemon_with_closed_fds_does_not_outlive_the_turn(hang):
+    tok = token()
+    args = ("daemon", tok, "hang") if hang else ("daemon", tok)
+    try:
+        r = run_turn(
+            contract(), TurnRequest("go"), deadline_s=1.5 if hang else 30, **harness(*args), **FAST
+        )
+        assert r.process.containment == "pid_namespace"
+        assert r.process.stdout == b"daemonized\n"
+        assert r.process.timed_out is hang
+        assert gone(tok, within=2.0)
+    finally:
+        kill_token(tok)
+
+
+@CONTAINED
+def test_an_escapee_holding_stdout_is_killed_with_the_namespace():
+    """The S2 limit of the process-group executor is gone: the double-forked, setsid'd
+    grandchild holding our stdout dies with the namespace instead of being reported."""
+    with private_staging_dir() as d:
+        t = time.monotonic()
+        r = run_process(
+            sys.executable, [STUB, "escape"], stdin=None, staging_dir=d,
+            env=minimal_environment({"PIDFILE": os.path.join(d, "pids")}), **FAST,
+        )
+        assert time.monotonic() - t < 3
+    assert (r.containment, r.exit_code, r.stdout) == ("pid_namespace", 0, b"escaped\n")
+    assert not r.escaped_descendants  # it held the pipe, then died with the namespace
+
+
+def test_process_group_containment_is_reported_and_its_limit_documented():
+    tok = token()
+    try:
+        r = run_turn(
+            contract(), TurnRequest("go"), containment="process_group",
+            **harness("daemon", tok), **FAST,
+        )
+        assert r.process.containment == "process_group"
+        assert with_daemon(tok)  # the documented limit of the fallback: outside the group
+    finally:
+        kill_token(tok)
+
+
+def with_daemon(tok):
+    from livehelp import with_token
+
+    deadline = time.monotonic() + 2
+    while not with_token(tok) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return with_token(tok)
+
+
+def test_without_namespaces_auto_falls_back_to_the_process_group(monkeypatch):
+    monkeypatch.setattr(executor, "_NS_AVAILABLE", False)
+    with private_staging_dir() as d:
+        r = run_process("/bin/echo", ["x"], stdin=None, staging_dir=d)
+    assert (r.containment, r.stdout, r.exit_code) == ("process_group", b"x\n", 0)
+
+
+@CONTAINED
+def test_containment_keeps_exit_status_and_signal_apart():
+    with private_staging_dir() as d:
+        for args, status in (([ "exit", "3"], (3, None)), (["self-signal", "15"], (None, 15))):
+            r = run_process(
+                sys.executable, [STUB, *args], stdin=None, staging_dir=d,
+                containment="pid_namespace",
+            )
+            assert (r.exit_code, r.signal, r.containment) == (*status, "pid_namespace")
+
+
+@CONTAINED
+def test_the_harness_cannot_read_the_runners_environment(monkeypatch):
+    monkeypatch.setenv("CHECKFU_RUNNER_SECRET", "runner-only-value-1234")
+    r = run_turn(
+        contract(output_mode="text"), TurnRequest("go"),
+        env=minimal_environment({"MINE": "harness-visible"}), **harness("peek-environ"),
+    )
+    out = r.process.stdout.decode()
+    assert "runner-only-value-1234" not in out and "CHECKFU_RUNNER_SECRET" not in out
+    assert "MINE=harness-visible" in out  # its parent (the namespace's init) has its own env
+    visible = json.loads(out.rsplit("pids ", 1)[1])
+    assert visible[:2] == [1, 2] and len(visible) <= 4  # a fresh /proc: the namespace only
+
+
+def test_the_executor_environment_is_exactly_env_also_contained():
+    """No LC_CTYPE from Python's C-locale coercion in the launcher, nothing of the host."""
+    with private_staging_dir() as d:
+        for containment in ("pid_namespace", "process_group"):
+            if containment == "pid_namespace" and not pid_namespace_available():
+                continue
+            r = run_process(
+                "/usr/bin/env", [], stdin=None, staging_dir=d, env={"ONLY": "this"},
+                containment=containment,
+            )
+            assert r.stdout == b"ONLY=this\n", containment
+
+
+# -- hygiene: redaction --------------------------------------------------------------------------
+
+
+def test_env_values_and_secret_tokens_never_reach_observations():
+    secret = "s3cr3t-Value-of-the-harness"
+    r = run_turn(
+        contract(), TurnRequest("go"),
+        env=minimal_environment({"CHECKFU_SECRET": secret}), **harness("secrets"),
+    )
+    text = json.dumps(r.observations)
+    for leaked in (secret, "sk-proj-A1b2", "x9Yx9Y", "ghp_Zz9"):
+        assert leaked not in text
+        assert leaked.encode() not in r.process.stderr_tail
+    assert r.observations[-1]["type"] == "observation.failed"
+    message = r.observations[-1]["payload"]["error"]["message"]
+    assert message == f"harness exited with status 1: error: auth failed for {MARK} ({MARK})"
+    content = r.observations[1]["payload"]["content"]
+    assert content == f"key {MARK} and {MARK} and Bearer {MARK}"
+    assert secret not in r.resulting_state["last_response"]
+
+
+def test_redaction_rules():
+    redact = redactor({"API": "value-of-at-least-8", "SHORT": "abc", "HOME": "/home/some/user"})
+    cases = {
+        "uses value-of-at-least-8 here": f"uses {MARK} here",
+        "abc stays (too short to tell from text)": "abc stays (too short to tell from text)",
+        "/home/some/user/file stays (HOME is no secret)": "/home/some/user/file stays (HOME is no secret)",
+        "sk-ant-api03-" + "Ab1" * 10: MARK,
+        "AKIAIOSFODNN7EXAMPLE": MARK,
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30": f"Authorization: Bearer {MARK}",
+        "sha 3f786850e387550fdab836ed7e6dc881de23001b stays": "sha 3f786850e387550fdab836ed7e6dc881de23001b stays",
+        "digest " + "0123456789abcdef" * 4: f"digest {MARK}",
+        "b64 " + "QmFzZTY0IGtleSBtYXRlcmlhbCBmb3IgdGVzdGluZzEy": f"b64 {MARK}",
+        "evt_" + "ab12" * 8 + " stays": "evt_" + "ab12" * 8 + " stays",
+        "/usr/lib/python3.11/site-packages/SomeModule42/x.py": "/usr/lib/python3.11/site-packages/SomeModule42/x.py",
+    }
+    for text, expected in cases.items():
+        assert redact(text) == expected, text
+    deep = redact_deep({"a": ["value-of-at-least-8", {"b": 1}], "value-of-at-least-8": None}, redact)
+    assert deep == {"a": [MARK, {"b": 1}], "value-of-at-least-8": None}  # keys are kept
+
+
+# -- signals to the runner -----------------------------------------------------------------------
+
+RUNNER = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    sys.path.insert(0, {tests!r})
+    from livehelp import contract, harness
+    from checkfu_fast.oneshot import TurnRequest, stream_turn
+    if {ignore_sigint!r}:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mode = {mode!r}
+    opts = (
+        {{"entrypoint": mode[0], "entrypoint_prefix": mode[1:]}} if mode[0].startswith("/")
+        else harness(*mode)
+    )
+    with stream_turn(contract(), TurnRequest("go"), **opts,
+                     sigint_grace_s=0.3, sigterm_grace_s=0.3, drain_s=0.3) as s:
+        print(s._root, flush=True)
+        for obs in s:
+            pass
+    print(s.result.process.stdout.decode(), flush=True)
+    """
+)
+
+
+def start_runner(tmp_path, *mode, ignore_sigint=False):
+    script = RUNNER.format(tests=str(Path(__file__).parent), mode=mode, ignore_sigint=ignore_sigint)
+    return subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, **PYTHONPATH, "TMPDIR": str(tmp_path)},
+    )
+
+
+def wait_for(path: Path, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT])
+def test_signal_to_the_runner_mid_turn_kills_the_group_and_removes_the_staging_dir(tmp_path, sig):
+    if sig != signal.SIGINT and not pid_namespace_available():
+        pytest.skip("without a namespace only the SIGINT path (KeyboardInterrupt) cleans up")
+    tok = token()
+    started = tmp_path / "started"
+    runner = start_runner(tmp_path, "stream-forever", str(started), tok)
+    try:
+        staging = Path(runner.stdout.readline().strip())
+        wait_for(started)
+        assert staging.is_dir() and with_daemon(tok)
+        runner.send_signal(sig)
+        runner.wait(timeout=10)
+        assert gone(tok, within=3.0)
+        deadline = time.monotonic() + 3
+        while staging.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not staging.exists()
+    finally:
+        runner.kill()
+        runner.wait()
+        kill_token(tok)
+
+
+def test_sigint_at_any_moment_of_the_spawn_leaks_nothing(tmp_path):
+    """SIGINT after 0..150 ms: before, during and after the harness is spawned."""
+    for i, delay in enumerate([0.0, 0.02, 0.05, 0.08, 0.11, 0.15]):
+        tok = token()
+        work = tmp_path / str(i)
+        work.mkdir()
+        runner = start_runner(work, "stream-forever", "", tok)
+        try:
+            time.sleep(delay + 0.15)  # the interpreter and imports take about 150 ms
+            runner.send_signal(signal.SIGINT)
+            runner.wait(timeout=15)
+            assert gone(tok, within=3.0), delay
+            deadline = time.monotonic() + 3
+            while list(work.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert list(work.iterdir()) == [], delay
+        finally:
+            runner.kill()
+            runner.wait()
+            kill_token(tok)
+
+
+@CONTAINED
+def test_an_inherited_sig_ign_is_reset_for_the_harness(tmp_path):
+    """The runner ignores SIGINT (nohup, a background job); the harness (grep here: Python
+    would set its own SIG_IGN for SIGPIPE) starts with nothing ignored and nothing blocked."""
+    runner = start_runner(tmp_path, "/bin/grep", "^Sig[IB]", "/proc/self/status", ignore_sigint=True)
+    out, _ = runner.communicate(timeout=30)
+    masks = dict(line.split(":\t") for line in out.splitlines() if line.startswith("Sig"))
+    assert masks == {"SigBlk": "0000000000000000", "SigIgn": "0000000000000000"}
+
+
+# -- spawn errors --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("guard", [True, False])
+@pytest.mark.parametrize("containment", ["pid_namespace", "process_group"])
+def test_a_shebangless_text_file_is_a_spawn_error(tmp_path, guard, containment):
+    if containment == "pid_namespace" and not pid_namespace_available():
+        pytest.skip("no PID namespace here")
+    f = tmp_path / "not-a-program"
+    marker = tmp_path / "ran"
+    f.write_text(f"touch {marker}\necho ran\n")
+    f.chmod(0o755)
+    r = run_turn(
+        contract(entrypoint=str(f)), TurnRequest("go"),
+        parent_death_signal=guard, containment=containment,
+    )
+    assert r.observations[-1]["type"] == "observation.failed"
+    assert r.observations[-1]["payload"]["error"]["type"] == "runtime.harness_unavailable"
+    assert r.process.spawn_error == "not_executable" and not marker.exists()
+
+
+@CONTAINED
+def test_an_exec_failure_inside_the_namespace_is_a_spawn_error(tmp_path):
+    f = tmp_path / "script"
+    f.write_text("#!/nonexistent/interpreter\n")
+    f.chmod(0o755)
+    with private_staging_dir() as d:
+        r = run_process(str(f), [], stdin=None, staging_dir=d, containment="pid_namespace")
+    assert r.spawn_error == "not_found" and "No such file" in r.spawn_error_message
+
+
+EMFILE_SCRIPT = textwrap.dedent(
+    """
+    import json, os, resource, sys
+    from checkfu_fast.oneshot import TurnRequest, run_turn
+    contract = {
+        "image": "x", "entrypoint": "/bin/echo", "protocol": "oneshot-v1", "argv": ["hi"],
+        "prompt_transport": "stdin", "output_mode": "text",
+    }
+    run_turn(contract, TurnRequest("warm up"))  # imports and the namespace probe, before
+    fds = []
+    try:
+        while True:
+            fds.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    for fd in fds[-2:]:  # room for the staging dir, not for the pipes
+        os.close(fd)
+    r = run_turn(contract, TurnRequest("go"))
+    for fd in fds[:-2]:
+        os.close(fd)
+    print(json.dumps([r.observations[-1], r.process.spawn_error]))
+    """
+)
+
+
+def test_host_fd_exhaustion_is_not_blamed_on_the_harness():
+    proc = subprocess.run(
+        ["/bin/sh", "-c", f"ulimit -n 256 && exec {sys.executable} -c \"$0\"", EMFILE_SCRIPT],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **PYTHONPATH},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ending, kind = json.loads(proc.stdout)
+    assert kind == "host_resources"
+    assert ending["type"] == "observation.retryable_failure"
+    assert ending["payload"]["error"]["type"] == "runtime.runner_unavailable"
