@@ -60,10 +60,9 @@ def gone(tok: str, within: float = 3.0) -> bool:
 
 
 def kill_token(tok: str) -> None:
+    import contextlib
     import signal
 
     for pid in with_token(tok):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

@@ -13,7 +13,6 @@ import threading
 import time
 
 import pytest
-from livehelp import FAST, contract, gone, harness, kill_token, token
 
 from checkfu_fast.oneshot import (
     TurnRequest,
@@ -23,6 +22,7 @@ from checkfu_fast.oneshot import (
     stream_turn,
     validate_contract,
 )
+from livehelp import FAST, contract, gone, harness, kill_token, token
 
 NEEDS_INCREMENTAL = pytest.mark.xfail(reason="needs the incremental Observer", strict=False)
 ENDINGS = {"observation.finished", "observation.failed", "observation.retryable_failure"}
@@ -277,9 +277,9 @@ def test_cli_run_prints_observations_as_they_happen(tmp_path):
 
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {STUB} stream-wait {flag} 8\n")
     wrapper.chmod(0o755)
+    cli = ["-m", "checkfu_fast", "run", str(c), "--prompt-file", str(prompt)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "checkfu_fast", "run", str(c), "--prompt-file", str(prompt)]
-        + ["--entrypoint", str(wrapper)],
+        [sys.executable, *cli, "--entrypoint", str(wrapper)],
         stdout=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
@@ -293,4 +293,3 @@ def test_cli_run_prints_observations_as_they_happen(tmp_path):
         proc.wait(timeout=30)
     assert rest[-1]["resulting_state"]["last_response"] == "done"  # the flag ended the wait
     assert rest[-2]["type"] == "observation.finished" and proc.returncode == 0
-

@@ -166,7 +166,6 @@ def _read_json(path: str, what: str) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     import os
-
     import signal
 
     from .oneshot import TurnRequest, minimal_environment, stream_turn, validate_contract
@@ -189,6 +188,7 @@ def _run(args: argparse.Namespace) -> int:
                 continue
             value = os.environ[name]
         extra[name] = value
+
     def terminate(signum: int, frame: object) -> None:  # SIGTERM: end like Ctrl-C
         raise KeyboardInterrupt
 

@@ -235,7 +235,19 @@ def _spawn_check(entrypoint: str) -> tuple[str, str] | None:
 
 def _not_run(kind: str, message: str, containment: str = "process_group") -> ProcessResult:
     return ProcessResult(
-        b"", b"", None, None, False, False, False, 0, kind, message, False, False, False,
+        b"",
+        b"",
+        None,
+        None,
+        False,
+        False,
+        False,
+        0,
+        kind,
+        message,
+        False,
+        False,
+        False,
         containment,
     )
 
@@ -375,7 +387,9 @@ def run_process(
             guard = []
         else:
             cmd = []
-            guard = [SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death_signal and SETPRIV else []
+            guard = (
+                [SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death_signal and SETPRIV else []
+            )
         return _Run(
             [*cmd, *guard, entrypoint, *args],
             stdin,

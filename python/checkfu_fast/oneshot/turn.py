@@ -144,9 +144,7 @@ class TurnStream:
 
     def _work(self) -> None:
         try:
-            process = run_process(
-                on_stdout=self._feed, cancel=self._cancel, **self._run_args
-            )
+            process = run_process(on_stdout=self._feed, cancel=self._cancel, **self._run_args)
             for obs in self._observer.finish(process):
                 self._observations.append(obs)
                 self._put(obs)
