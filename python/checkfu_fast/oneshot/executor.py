@@ -29,11 +29,16 @@ section 3.2):
   The leader is reaped only after the last signal (``waitid(WNOWAIT)`` peeks at its exit), so
   the pgid cannot have been reused; signals are never sent to pgid 0, 1 or our own group.
   A pidfd (Linux 5.3+) wakes the loop when the leader exits.
-- S2 limit: a descendant that left the group (``setsid``, double fork) cannot be signalled
-  through the group and is not killed. The bounded drain still returns on time and
-  ``escaped_descendants`` says a pipe was still held open after the group was killed (an
-  escapee holding no pipe goes unnoticed). Containing such processes needs a cgroup or a
-  PID namespace (a container executor), which this local executor does not have.
+- S2 limit (``containment="process_group"``): a descendant that left the group (``setsid``,
+  double fork) cannot be signalled through the group and is not killed. The bounded drain
+  still returns on time and ``escaped_descendants`` says a pipe was still held open after the
+  group was killed (an escapee holding no pipe goes unnoticed). With
+  ``containment="pid_namespace"`` (the default where :func:`pid_namespace_available`) there is
+  no such limit: the harness runs in a fresh PID namespace with its own ``/proc`` under the
+  launcher ``_init.py`` (the group leader); killing the group kills the namespace's init, and
+  the kernel then kills every process in the namespace. The launcher reports the harness's
+  own exit status or signal over a socket, resets every signal disposition and the signal
+  mask for it, and, if this process dies, kills the namespace and removes ``cleanup_dir``.
 - S3 stdout beyond ``output_cap`` is not stored: the group is killed, ``output_truncated``.
 - S4 stderr is drained concurrently into a ring buffer of the last ``stderr_tail_bytes``.
 - S8 ``exit_code`` and ``signal`` are reported apart; a death by signal is never mapped to an
@@ -51,6 +56,11 @@ section 3.2):
   or ``parent_death_signal=False``) only the pipe effect holds. Run under a supervisor that
   owns a cgroup when that matters. An entrypoint that ``setpriv`` cannot execute (a missing
   script interpreter) is reported as a ``spawn_error``, as without it.
+- Live: ``on_stdout(chunk)`` gets every kept stdout chunk as it is read (in the thread running
+  ``run_process``); a set ``cancel`` flag starts the kill ladder (``cancelled``).
+- Spawn errors: an entrypoint that is neither ELF nor a ``#!`` script is ``not_executable``
+  (``execvp`` would run it with ``/bin/sh``); ``EMFILE``, ``ENFILE``, ``ENOMEM``, ``EAGAIN`` or
+  ``ENOSPC`` while spawning is ``host_resources`` (the host's fault, not the harness's).
 - S16/S17 stdout is returned byte for byte through pipes (never a pty): CRLF, binary junk and
   a half-written last line are preserved for the normalizer; stderr is kept apart.
 """
