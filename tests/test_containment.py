@@ -372,3 +372,40 @@ def test_host_fd_exhaustion_is_not_blamed_on_the_harness():
     assert kind == "host_resources"
     assert ending["type"] == "observation.retryable_failure"
     assert ending["payload"]["error"]["type"] == "runtime.runner_unavailable"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_cli_run_on_sigterm_or_sigint_still_prints_the_ending(tmp_path, sig):
+    """`checkfu-fast run` cancels the turn on SIGTERM/SIGINT: the ending observation and the
+    state are printed (no lost record), the group is gone, the exit status is 128 + signal."""
+    tok = token()
+    started = tmp_path / "started"
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps(contract(entrypoint=sys.executable)))
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("go")
+    wrapper = tmp_path / "harness.sh"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {STUB} stream-forever {started} {tok}\n")
+    wrapper.chmod(0o755)
+    work = tmp_path / "tmp"
+    work.mkdir()
+    cli = ["-m", "checkfu_fast", "run", str(c), "--prompt-file", str(prompt)]
+    proc = subprocess.Popen(
+        [sys.executable, *cli, "--entrypoint", str(wrapper)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, **PYTHONPATH, "TMPDIR": str(work)},
+    )
+    try:
+        wait_for(started)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=20)
+        lines = [json.loads(line) for line in out.splitlines()]
+        assert lines[-2]["type"] == "observation.finished"
+        assert lines[-2]["payload"]["stop_reason"] == "interrupted"
+        assert "resulting_state" in lines[-1]
+        assert proc.returncode == 128 + sig
+        assert gone(tok) and list(work.iterdir()) == []
+    finally:
+        proc.kill()
+        proc.wait()
+        kill_token(tok)

@@ -167,6 +167,7 @@ def _read_json(path: str, what: str) -> Any:
 def _run(args: argparse.Namespace) -> int:
     import os
     import signal
+    import threading
 
     from .oneshot import TurnRequest, minimal_environment, stream_turn, validate_contract
 
@@ -189,10 +190,23 @@ def _run(args: argparse.Namespace) -> int:
             value = os.environ[name]
         extra[name] = value
 
-    def terminate(signum: int, frame: object) -> None:  # SIGTERM: end like Ctrl-C
-        raise KeyboardInterrupt
+    # SIGINT/SIGTERM: cancel the turn and still print its ending and state (a second one, or
+    # one before the turn started, interrupts at once; the stream's cleanup still runs)
+    stopped: list[int] = []
+    running: list = []  # the TurnStream, once it exists
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    def stop(signum: int, frame: object) -> None:
+        if stopped or not running:
+            raise KeyboardInterrupt
+        stopped.append(signum)
+        running[0].cancel()
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = (
+        {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        if main_thread
+        else {}
+    )
     out = sys.stdout.buffer
     last = None
     try:
@@ -206,17 +220,21 @@ def _run(args: argparse.Namespace) -> int:
             implementation="reference" if args.reference else "native",
             entrypoint=args.entrypoint,
         ) as stream:
+            running.append(stream)
             for obs in stream:  # each observation as soon as the harness caused it
                 out.write(_dumps(obs))
                 out.flush()
                 last = obs
             result = stream.result
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     out.write(_dumps({"resulting_state": result.resulting_state}))
     out.flush()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(result.resulting_state) + "\n", "utf-8")
+    if stopped:
+        return 128 + stopped[0]
     return 0 if last is not None and last["type"] == "observation.finished" else 1
 
 
