@@ -4,6 +4,7 @@ SIGTERM/SIGKILL/SIGINT to the runner, inherited SIG_IGN, non-executables, host e
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -409,3 +410,20 @@ def test_cli_run_on_sigterm_or_sigint_still_prints_the_ending(tmp_path, sig):
         proc.kill()
         proc.wait()
         kill_token(tok)
+
+
+@pytest.mark.parametrize("err", [errno.ENOMEM, errno.EAGAIN])
+@pytest.mark.parametrize("containment", ["pid_namespace", "process_group"])
+def test_host_memory_or_process_exhaustion_at_spawn_is_host_resources(
+    monkeypatch, err, containment
+):
+    """ENOMEM/EAGAIN from fork cannot be provoked reliably as root (RLIMIT_NPROC does not apply):
+    the spawn itself is made to fail with it."""
+
+    def refuse(*args, **kwargs):
+        raise OSError(err, os.strerror(err))
+
+    monkeypatch.setattr(executor.subprocess, "Popen", refuse)
+    with private_staging_dir() as d:
+        r = run_process("/bin/true", [], stdin=None, staging_dir=d, containment=containment)
+    assert r.spawn_error == "host_resources" and os.strerror(err) in r.spawn_error_message
