@@ -214,7 +214,8 @@ RSS_SCRIPT = textwrap.dedent(
     }
     r = run_turn(contract, TurnRequest("go"), deadline_s=120)  # the default 64 MiB cap
     print(r.observations[-1]["payload"]["error"]["type"], len(r.process.stdout))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)  # KiB, the peak
+    with open("/proc/self/status") as f:  # VmHWM: the peak RSS of this process, in KiB
+        print(next(l.split()[1] for l in f if l.startswith("VmHWM:")), flush=True)
     """
 )
 
@@ -229,13 +230,16 @@ EXECUTOR_RSS_SCRIPT = textwrap.dedent(
         r = run_process("/usr/bin/yes", [], stdin=None, staging_dir=d, on_stdout=chunks.append)
         del chunks[:]  # what a consumer that keeps the bytes would hold, at most the cap
     print(r.output_truncated, len(r.stdout))
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)  # KiB, the peak
+    with open("/proc/self/status") as f:  # VmHWM: the peak RSS of this process, in KiB
+        print(next(l.split()[1] for l in f if l.startswith("VmHWM:")), flush=True)
     """
 )
 
 
 def peak_rss_mib_of(script: str) -> tuple[subprocess.CompletedProcess, float]:
-    """Run ``script`` in a fresh Python; its own peak RSS (``RUSAGE_SELF``, its last line)."""
+    """Run ``script`` in a fresh Python; its own peak RSS (``VmHWM``, its last line). Not
+    ``getrusage``: Linux carries ``ru_maxrss`` across ``execve``, so a child of a big pytest
+    process would report the parent's peak."""
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, timeout=300, text=True
     )
