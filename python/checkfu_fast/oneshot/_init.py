@@ -14,15 +14,17 @@ Messages to the executor on ``SOCK_FD`` (a socket; one ASCII line each):
   ``exec <errno>``             the harness could not be executed (no shell fallback)
   ``exit <n>`` / ``signal <n>`` how the harness itself ended
 
-End of file on ``SOCK_FD`` means the executor is gone or done: every process of the namespace
-is SIGKILLed and (only then, when the executor did not finish) ``CLEANUP_DIR`` is removed, so
-a runner killed by SIGKILL still leaves no process and no staged prompt behind.
+End of file on ``SOCK_FD`` while we live means the executor died (when it finishes a turn it
+kills the whole group, us included, before closing its end): ``CLEANUP_DIR`` is removed and
+every process of the namespace is SIGKILLed (uncontained: our process group), so a runner
+killed by SIGKILL still leaves no process and no staged prompt behind.
 
 The harness gets every signal disposition reset to the default and an empty signal mask (an
 inherited ``SIG_IGN`` for SIGINT from ``nohup`` or a background shell does not reach it).
 (stdlib only and few imports: this runs once per turn, its start-up is the containment's cost)
 """
 
+# ruff: noqa: SIM105  (try/except/pass: no contextlib import, it slows the start)
 import ctypes
 import errno
 import os
@@ -37,7 +39,7 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 
 
 def _say(sock: int, text: str) -> None:
-    try:  # noqa: SIM105 (no contextlib: it slows the launcher's start)
+    try:
         os.write(sock, text.encode() + b"\n")
     except OSError:
         pass
@@ -83,7 +85,7 @@ def _default_signals() -> None:
     for sig in range(1, signal.NSIG):
         if sig in (signal.SIGKILL, signal.SIGSTOP):
             continue
-        try:  # noqa: SIM105 (no contextlib: it slows the launcher's start)
+        try:
             signal.signal(sig, signal.SIG_DFL)
         except (OSError, ValueError, RuntimeError):
             pass
@@ -140,16 +142,21 @@ def _start_harness(sock: int, argv: list[str]) -> int | None:
     return pid
 
 
-def _finish(cleanup: str, orphaned: bool) -> None:
-    if os.getpid() == 1:
-        try:  # noqa: SIM105 (no contextlib: it slows the launcher's start)
-            os.kill(-1, signal.SIGKILL)  # every other process of the namespace
-        except OSError:
-            pass
-    if orphaned and cleanup:
+def _finish(cleanup: str) -> None:
+    """The executor let go of us while we live: it died (it kills the whole group, us included,
+    before it closes its end when it finishes a turn). Remove the staging directory, then kill
+    what is left: the whole namespace (we are its init) or, uncontained, our process group."""
+    if cleanup:
         import shutil  # only here: it is slow to import
 
         shutil.rmtree(cleanup, ignore_errors=True)
+    try:
+        if os.getpid() == 1:
+            os.kill(-1, signal.SIGKILL)  # every other process of the namespace
+        else:
+            os.killpg(0, signal.SIGKILL)  # our group (the harness's, unless it left it)
+    except OSError:
+        pass
 
 
 def _supervise(sock: int, cleanup: str, argv: list[str]) -> None:
@@ -162,7 +169,7 @@ def _supervise(sock: int, cleanup: str, argv: list[str]) -> None:
     done = harness is None
     watch = [sock]
     if harness is not None and hasattr(os, "pidfd_open"):
-        try:  # noqa: SIM105 (no contextlib). A pidfd wakes us the moment the harness exits
+        try:  # a pidfd wakes us the moment the harness exits
             watch.append(os.pidfd_open(harness))
         except OSError:
             pass
@@ -177,7 +184,7 @@ def _supervise(sock: int, cleanup: str, argv: list[str]) -> None:
             except OSError:
                 data = b""
             if not data:  # the executor closed its end (done) or died
-                _finish(cleanup, orphaned=not done)
+                _finish(cleanup)
                 return
         while True:  # reap everything (we may be the namespace's init)
             try:
