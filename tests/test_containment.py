@@ -427,3 +427,40 @@ def test_host_memory_or_process_exhaustion_at_spawn_is_host_resources(
     with private_staging_dir() as d:
         r = run_process("/bin/true", [], stdin=None, staging_dir=d, containment=containment)
     assert r.spawn_error == "host_resources" and os.strerror(err) in r.spawn_error_message
+
+
+def test_many_contained_turns_at_once_leak_no_fd_and_no_child(tmp_path):
+    """S9 for the live path: 24 turns from 8 threads at once (namespaces, sockets, workers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    flag = tmp_path / "flag"
+    flag.touch()
+
+    def one(_):
+        r = run_turn(contract(), TurnRequest("go"), **harness("stream-wait", str(flag)))
+        return r.observations[-1]["type"], r.resulting_state["last_response"]
+
+    run_turn(contract(), TurnRequest("go"), **harness("stream-wait", str(flag)))  # warm up
+    fds = len(os.listdir("/proc/self/fd"))
+    children = set(our_children())
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(24)))
+    assert results == [("observation.finished", "done")] * 24
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert set(our_children()) <= children  # every launcher reaped, not even a zombie
+
+
+def our_children() -> list[int]:
+    """Children of this process, zombies included."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                ppid = next(int(line.split()[1]) for line in f if line.startswith("PPid:"))
+        except (OSError, StopIteration):
+            continue
+        if ppid == os.getpid():
+            found.append(int(d))
+    return found
