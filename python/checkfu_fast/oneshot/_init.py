@@ -9,8 +9,10 @@ fresh PID namespace with its own ``/proc`` (``unshare(CLONE_NEWPID | CLONE_NEWNS
 process left in the namespace, ``setsid`` daemons with closed descriptors included.
 
 Messages to the executor on ``SOCK_FD`` (a socket; one ASCII line each):
-  ``ns 1`` / ``ns 0 <errno>``   the namespace was made / could not be (then no containment
-                                beyond the process group: the harness is our direct child)
+  ``ns 1`` / ``ns 0 <errno>``   the namespace (with its /proc) was made / could not be (then
+                                the harness is our direct child, or, when only the /proc mount
+                                failed, in the namespace without a fresh /proc; either way the
+                                executor reports ``process_group``)
   ``exec <errno>``             the harness could not be executed (no shell fallback)
   ``exit <n>`` / ``signal <n>`` how the harness itself ended
 
@@ -217,10 +219,10 @@ def main() -> None:
     if pid == 0:  # pid 1 of the new namespace
         try:
             _mount_proc()
-        except OSError as exc:
+        except OSError as exc:  # no fresh /proc: still contained, but not reported as such
             _say(sock, f"ns 0 {exc.errno or errno.EPERM}")
-            os._exit(1)
-        _say(sock, "ns 1")
+        else:
+            _say(sock, "ns 1")
         try:
             _supervise(sock, cleanup, argv)
         finally:
