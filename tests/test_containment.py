@@ -464,3 +464,38 @@ def our_children() -> list[int]:
         if ppid == os.getpid():
             found.append(int(d))
     return found
+
+
+SAME_BOTH_WAYS = [  # (stub mode and args, run_process options, the fields compared)
+    (["exit", "3"], {}, ("exit_code", "signal", "stdout", "killed_by_us")),
+    (["self-signal", "9"], {}, ("exit_code", "signal", "killed_by_us")),
+    (["stubborn"], {"deadline_s": 0.3}, ("signal", "timed_out", "killed_by_us")),
+    (["descendants"], {"deadline_s": 0.5}, ("signal", "timed_out", "stdout")),
+    (["flood"], {"output_cap": 1 << 20}, ("output_truncated", "killed_by_us", "timed_out")),
+    (["stderr-flood"], {}, ("stdout", "stderr_tail", "exit_code")),
+    (["write-first"], {"stdin": b"p" * (4 << 20)}, ("stdout", "exit_code", "stdin_broken")),
+    (["close-stdin"], {"stdin": b"p" * (1 << 20)}, ("stdout", "exit_code", "stdin_broken")),
+    (["leave-daemon"], {}, ("stdout", "exit_code", "killed_by_us")),
+]
+
+
+@CONTAINED
+@pytest.mark.parametrize(("args", "options", "fields"), SAME_BOTH_WAYS, ids=lambda v: str(v))
+def test_the_namespace_keeps_the_s1_to_s17_results(tmp_path, args, options, fields):
+    """The same misbehaving harness gives the same result fields in both containments."""
+    options = {"stdin": None, **FAST, **options}
+    env = minimal_environment({"PIDFILE": str(tmp_path / "pids")})
+    got = {}
+    with private_staging_dir() as d:
+        for containment in ("process_group", "pid_namespace"):
+            r = run_process(
+                sys.executable,
+                [STUB, *args],
+                staging_dir=d,
+                env=env,
+                containment=containment,
+                **options,
+            )
+            assert r.containment == containment
+            got[containment] = {f: getattr(r, f) for f in fields}
+    assert got["pid_namespace"] == got["process_group"]
