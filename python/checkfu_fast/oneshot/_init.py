@@ -163,6 +163,9 @@ def _finish(cleanup: str) -> None:
 
 def _supervise(sock: int, cleanup: str, argv: list[str]) -> None:
     """Run the harness; report how it ended; then wait for the executor to let go."""
+    if select.select([sock], [], [], 0)[0] and not os.read(sock, 64):
+        _finish(cleanup)  # the executor died while we were starting: run nothing
+        return
     harness = _start_harness(sock, argv)
     null = os.open(os.devnull, os.O_RDWR)  # the harness has our pipes: let go of them
     for fd in (0, 1, 2):
