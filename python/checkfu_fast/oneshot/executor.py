@@ -622,6 +622,7 @@ class _Run:
         if self.proc.returncode is not None:
             return True
         if self.harness_status is not None or self.exec_errno is not None:
+            self._close_pidfd()  # the launcher's own exit comes later: it would spin the loop
             return True
         try:
             gone = os.waitid(os.P_PID, self.proc.pid, _WAIT_PEEK) is not None
