@@ -55,6 +55,64 @@ def test_first_observation_arrives_while_the_harness_still_runs(tmp_path):
         assert stream.result.resulting_state["last_response"] == "done"
 
 
+class LineObserver:
+    """A stand-in fold, incremental by construction: one observation per complete line."""
+
+    def __init__(self, contract, request, *, dialect="auto", implementation="native", redact=None):
+        self.buf, self.started = b"", False
+
+    def feed(self, data):
+        out = [] if self.started else [{"type": "observation.ready", "payload": {}}]
+        self.started = True
+        *lines, self.buf = (self.buf + data).split(b"\n")
+        return out + [{"type": "line", "payload": {"content": x.decode()}} for x in lines]
+
+    def finish(self, process=None):
+        return [{"type": "observation.finished", "payload": {"cancelled": process.cancelled}}]
+
+    @property
+    def state(self):
+        return {"schema_version": 1, "turn": 1, "last_response": ""}
+
+
+def test_the_stream_hands_on_what_the_fold_gives_while_the_harness_runs(tmp_path, monkeypatch):
+    """The plumbing is live whatever the fold: an observation made from the first line reaches
+    the consumer while the harness still waits (for a flag the consumer makes on seeing it)."""
+    from checkfu_fast.oneshot import turn
+
+    monkeypatch.setattr(turn, "Observer", LineObserver)
+    flag = tmp_path / "flag"
+    with stream_turn(
+        contract(), TurnRequest("go"), deadline_s=10, **harness("stream-wait", str(flag), "8")
+    ) as stream:
+        for obs in stream:
+            if obs["type"] == "line" and not flag.exists():
+                assert stream.running
+                flag.touch()
+    assert obs == {"type": "observation.finished", "payload": {"cancelled": False}}
+    assert b'"result": "done"' in stream.result.process.stdout  # the flag ended its wait
+
+
+def test_the_async_stream_is_live_too(tmp_path, monkeypatch):
+    from checkfu_fast.oneshot import turn
+
+    monkeypatch.setattr(turn, "Observer", LineObserver)
+    flag = tmp_path / "flag"
+
+    async def consume():
+        stream = astream_turn(
+            contract(), TurnRequest("go"), deadline_s=10, **harness("stream-wait", str(flag), "8")
+        )
+        async for obs in stream:
+            if obs["type"] == "line" and not flag.exists():
+                assert stream._stream.running
+                flag.touch()
+        return stream.result
+
+    result = asyncio.run(consume())
+    assert b'"result": "done"' in result.process.stdout
+
+
 def test_stream_equals_observe_on_the_same_stdout(tmp_path):
     """The live observations are observe() on the stdout the harness wrote, byte for byte."""
     flag = tmp_path / "flag"
