@@ -294,6 +294,27 @@ EXECUTOR_RSS_SCRIPT = textwrap.dedent(
 )
 
 
+NULL_FOLD = textwrap.dedent(
+    """
+    from checkfu_fast.oneshot import TurnRequest, run_turn, turn
+    class NullFold:  # keeps nothing: measured is everything of the turn but the fold
+        def __init__(self, *a, **k):
+            pass
+        def feed(self, data):
+            return []
+        def finish(self, process=None):
+            error = {"type": "validation.payload_too_large", "message": "cap"}
+            return [{"type": "observation.failed", "payload": {"error": error}}]
+        state = {"schema_version": 1, "turn": 1, "last_response": ""}
+    turn.Observer = NullFold
+    """
+)
+TURN_RSS_SCRIPT = RSS_SCRIPT.replace(
+    "from checkfu_fast.oneshot import TurnRequest, run_turn\n", NULL_FOLD
+)
+assert TURN_RSS_SCRIPT != RSS_SCRIPT
+
+
 def peak_rss_mib_of(script: str) -> tuple[subprocess.CompletedProcess, float]:
     """Run ``script`` in a fresh Python; its own peak RSS (``VmHWM``, its last line). Not
     ``getrusage``: Linux carries ``ru_maxrss`` across ``execve``, so a child of a big pytest
@@ -313,6 +334,15 @@ def test_executor_reading_yes_to_the_default_cap_is_bounded_by_the_cap():
     proc, peak_mib = peak_rss_mib_of(EXECUTOR_RSS_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["True", str(64 << 20)]
+    assert peak_mib < 512, f"peak RSS {peak_mib:.0f} MiB"
+
+
+def test_a_turn_reading_yes_to_the_default_cap_is_bounded_but_for_the_fold():
+    """run_turn with `yes` and a fold that keeps nothing: the worker, the queue, the result
+    (stdout kept and decoded in the exchange) stay under 512 MiB."""
+    proc, peak_mib = peak_rss_mib_of(TURN_RSS_SCRIPT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["validation.payload_too_large", str(64 << 20)]
     assert peak_mib < 512, f"peak RSS {peak_mib:.0f} MiB"
 
 
