@@ -499,3 +499,36 @@ def test_the_namespace_keeps_the_s1_to_s17_results(tmp_path, args, options, fiel
             assert r.containment == containment
             got[containment] = {f: getattr(r, f) for f in fields}
     assert got["pid_namespace"] == got["process_group"]
+
+
+@CONTAINED
+def test_an_interrupt_inside_popen_after_the_fork_leaks_nothing(tmp_path, monkeypatch):
+    """The spawn window of a direct run_process call (no worker thread): KeyboardInterrupt
+    lands after the fork, before Popen returns (the child is lost to us). Contained, our end of
+    the launcher's socket closes on the way out, so the launcher ends the turn itself."""
+    tok = token()
+    real = executor.subprocess.Popen
+    spawned = []
+
+    def interrupted(*args, **kwargs):
+        spawned.append(real(*args, **kwargs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor.subprocess, "Popen", interrupted)
+    cleanup = tmp_path / "staging"
+    cleanup.mkdir()
+    try:
+        with pytest.raises(KeyboardInterrupt), private_staging_dir() as d:
+            run_process(
+                sys.executable,
+                [STUB, "stream-forever", "", tok],
+                stdin=None,
+                staging_dir=d,
+                containment="pid_namespace",
+                cleanup_dir=str(cleanup),
+            )
+        spawned[0].wait(timeout=5)  # the launcher (its argv has the token too) ended by itself
+        assert gone(tok, within=3.0)
+        assert not cleanup.exists()  # and removed the directory it was given
+    finally:
+        kill_token(tok)
