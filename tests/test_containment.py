@@ -532,3 +532,42 @@ def test_an_interrupt_inside_popen_after_the_fork_leaks_nothing(tmp_path, monkey
         assert not cleanup.exists()  # and removed the directory it was given
     finally:
         kill_token(tok)
+
+
+@pytest.mark.parametrize("how", ["sys.exit(3)", "raise RuntimeError('runner bug')"])
+def test_a_runner_that_exits_mid_turn_cancels_it_at_exit(tmp_path, how):
+    """No `with`, no cancel: the interpreter's exit (atexit) still ends the turn and cleans up,
+    contained or not."""
+    tok = token()
+    started = tmp_path / "started"
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from livehelp import contract, harness
+        from checkfu_fast.oneshot import TurnRequest, stream_turn
+        s = stream_turn(contract(), TurnRequest("go"), containment="process_group",
+                        **harness("stream-forever", {str(started)!r}, {tok!r}),
+                        sigint_grace_s=0.3, sigterm_grace_s=0.3, drain_s=0.3)
+        print(s._root, flush=True)
+        while not os.path.exists({str(started)!r}):
+            time.sleep(0.02)
+        {how}
+        """
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **PYTHONPATH, "TMPDIR": str(tmp_path)},
+    )
+    try:
+        staging = Path(runner.stdout.readline().strip())
+        runner.wait(timeout=20)
+        assert runner.returncode != 0
+        assert gone(tok, within=3.0) and not staging.exists()
+    finally:
+        runner.kill()
+        runner.wait()
+        kill_token(tok)

@@ -16,7 +16,6 @@ import queue
 import shutil
 import tempfile
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +43,16 @@ class TurnResult:
     process: ProcessResult  # stderr_tail and spawn_error_message redacted
 
 
-_LIVE: weakref.WeakSet[TurnStream] = weakref.WeakSet()
+_LIVE: set[TurnStream] = set()  # running turns (each removes itself when it ends)
+_LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _cancel_live_turns() -> None:
     """Interpreter exit (an uncaught KeyboardInterrupt, ``sys.exit``) with turns still running:
     cancel them, so that their groups are killed and staging directories removed."""
-    streams = list(_LIVE)
+    with _LIVE_LOCK:
+        streams = list(_LIVE)
     for s in streams:
         s.cancel()
     for s in streams:
@@ -118,10 +119,13 @@ class TurnStream:
                 **executor_options,
             }
             self._thread = threading.Thread(target=self._work, name="checkfu-turn", daemon=True)
-            _LIVE.add(self)
+            with _LIVE_LOCK:
+                _LIVE.add(self)
             self._thread.start()
         except BaseException:
             self._cancel.set()
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
             if getattr(self, "_thread", None) is not None and self._thread.is_alive():
                 self._thread.join()
             else:
@@ -164,7 +168,8 @@ class TurnStream:
             self._error = exc
         finally:
             shutil.rmtree(self._root, ignore_errors=True)
-            _LIVE.discard(self)
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
             self._put(_END)
 
     # -- the consumer ---------------------------------------------------------------------------
