@@ -170,17 +170,18 @@ def test_observations_arrive_with_the_line_that_causes_them():
     assert [x["payload"]["content"] for x in o.feed(data[-1:])] == ["A"]
 
 
-def test_redact_is_applied_to_every_observation():
-    seen = []
-
-    def redact(obs):
-        seen.append(obs["type"])
-        return {**obs, "redacted": True}
+def test_redact_is_applied_to_every_string_of_every_payload_and_the_state():
+    def redact(text: str) -> str:
+        return text.replace("s3cret", "[redacted]")
 
     o = Observer(contract(), TurnRequest("hi"), redact=redact)
-    out = o.feed(b'{"type":"assistant","message":{"content":"hi"}}\n') + o.finish()
-    assert all(x["redacted"] for x in out)
-    assert seen == [x["type"] for x in out]
+    line = b'{"type":"assistant","message":{"content":"my s3cret key"}}\n'
+    out = o.feed(line) + o.finish()
+    assert "s3cret" not in repr(out) and "s3cret" not in repr(o.state)
+    assert out[1]["payload"]["content"] == "my [redacted] key"
+    assert o.state["last_response"] == "my [redacted] key"
+    plain = Observer(contract(), TurnRequest("hi"))
+    assert (plain.feed(line) + plain.finish())[1]["payload"]["content"] == "my s3cret key"
 
 
 def test_text_mode_incremental_equals_whole():

@@ -211,8 +211,10 @@ class _Unreadable(Exception):
 
 def _run(args: argparse.Namespace) -> int:
     import os
+    import signal
+    import threading
 
-    from .oneshot import TurnRequest, minimal_environment, run_turn, validate_contract
+    from .oneshot import TurnRequest, minimal_environment, stream_turn, validate_contract
 
     contract = validate_contract(_read_json(args.contract, "contract"))
     try:
@@ -234,27 +236,55 @@ def _run(args: argparse.Namespace) -> int:
                 continue
             value = os.environ[name]
         extra[name] = value
-    result = run_turn(
-        contract,
-        request,
-        env=minimal_environment(extra),
-        deadline_s=args.deadline,
-        output_cap=args.output_cap,
-        dialect=args.dialect,
-        implementation="reference" if args.reference else "native",
-        entrypoint=args.entrypoint,
+
+    # SIGINT/SIGTERM: cancel the turn and still print its ending and state (a second one, or
+    # one before the turn started, interrupts at once; the stream's cleanup still runs)
+    stopped: list[int] = []
+    running: list = []  # the TurnStream, once it exists
+
+    def stop(signum: int, frame: object) -> None:
+        if stopped or not running:
+            raise KeyboardInterrupt
+        stopped.append(signum)
+        running[0].cancel()
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = (
+        {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        if main_thread
+        else {}
     )
     out = sys.stdout.buffer
-    for obs in result.observations:
-        out.write(_dumps(obs))
+    last = None
+    try:
+        with stream_turn(
+            contract,
+            request,
+            env=minimal_environment(extra),
+            deadline_s=args.deadline,
+            output_cap=args.output_cap,
+            dialect=args.dialect,
+            implementation="reference" if args.reference else "native",
+            entrypoint=args.entrypoint,
+        ) as stream:
+            running.append(stream)
+            for obs in stream:  # each observation as soon as the harness caused it
+                out.write(_dumps(obs))
+                out.flush()
+                last = obs
+            result = stream.result
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     out.write(_dumps({"resulting_state": result.resulting_state}))
     out.flush()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(result.resulting_state) + "\n", "utf-8")
-    last = result.observations[-1]
-    if last["type"] == "observation.finished":
+    if stopped:
+        return 128 + stopped[0]
+    if last is not None and last["type"] == "observation.finished":
         return 0
-    return _complain(_failure(last))
+    return _complain(_failure(last)) if last is not None else 1
 
 
 def _failure(obs: dict[str, Any]) -> str:

@@ -14,8 +14,10 @@ import time
 
 
 def note_pid(pid: int) -> None:
+    """The pid and the PID namespace it is counted in (a contained harness's pids mean
+    nothing outside: the tests ignore those, never signalling a stranger)."""
     with open(os.environ["PIDFILE"], "a") as f:
-        f.write(f"{pid}\n")
+        f.write(f"{pid} {os.readlink('/proc/self/ns/pid')}\n")
 
 
 def main() -> None:
@@ -105,8 +107,73 @@ def main() -> None:
             out.write(f.read())
         st = os.stat(args[0])
         out.write(f"\nmode={oct(st.st_mode & 0o777)}\n".encode())
+    elif mode == "stream-wait":  # live turns: one claude line, then wait for FLAG to exist
+        out.write(CLAUDE_MESSAGE + b"\n")
+        out.flush()
+        deadline = time.monotonic() + float(args[1] if len(args) > 1 else 20)
+        while not os.path.exists(args[0]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        answer = "done" if os.path.exists(args[0]) else "no flag"  # was the wait ended by it?
+        out.write(json.dumps({**CLAUDE_RESULT, "result": answer}).encode() + b"\n")
+    elif mode == "stream-forever":  # cancel: one claude line, then a line every 50 ms
+        out.write(CLAUDE_MESSAGE + b"\n")
+        out.flush()
+        if args and args[0]:
+            open(args[0], "w").close()  # tells the test we are running
+        while True:
+            out.write(b'{"type":"system","subtype":"heartbeat"}\n')
+            out.flush()
+            time.sleep(0.05)
+    elif mode == "daemon":  # containment: a setsid'd double-forked daemon that closes its fds
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                for fd in range(0, 3):
+                    os.close(fd)
+                code = "import time; time.sleep(1000)"
+                os.execv(sys.executable, [sys.executable, "-c", code, args[0]])
+            os._exit(0)
+        time.sleep(0.2)  # the daemon is on its own by now
+        out.write(b"daemonized\n")
+        if args[1:] == ["hang"]:
+            out.flush()
+            time.sleep(1000)
+    elif mode == "peek-environ":  # hygiene: try to read the environment of our parent
+        for pid in (os.getppid(), 1):
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    out.write(f.read().replace(b"\0", b"\n") + b"\n")
+            except OSError as exc:
+                out.write(f"/proc/{pid}/environ: {exc.strerror}\n".encode())
+        visible = sorted(int(d) for d in os.listdir("/proc") if d.isdigit())
+        out.write(f"pids {visible}\n".encode())
+    elif mode == "sigign":  # the signal dispositions we were started with (SigIgn mask)
+        with open("/proc/self/status") as f:
+            mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigIgn:"))
+        out.write(json.dumps([s for s in range(1, 64) if mask >> (s - 1) & 1]).encode() + b"\n")
+    elif mode == "secrets":  # hygiene: an environment value and tokens on stdout and stderr
+        value = os.environ["CHECKFU_SECRET"]
+        text = f"key {value} and sk-proj-{'A1b2' * 8} and Bearer {'x9Y' * 10}"
+        out.write(json.dumps(claude_text(text)).encode() + b"\n")
+        sys.stderr.write(f"error: auth failed for {value} (ghp_{'Zz9' * 12})\n")
+        sys.exit(1)
     else:
         sys.exit(f"unknown mode {mode}")
+
+
+def claude_text(text: str) -> dict:
+    return {
+        "type": "assistant",
+        "message": {
+            "id": "msg_live",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+        },
+    }
+
+
+CLAUDE_MESSAGE = json.dumps(claude_text("working on it")).encode()
+CLAUDE_RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": "done"}
 
 
 if __name__ == "__main__":

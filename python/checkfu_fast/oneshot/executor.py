@@ -29,11 +29,16 @@ section 3.2):
   The leader is reaped only after the last signal (``waitid(WNOWAIT)`` peeks at its exit), so
   the pgid cannot have been reused; signals are never sent to pgid 0, 1 or our own group.
   A pidfd (Linux 5.3+) wakes the loop when the leader exits.
-- S2 limit: a descendant that left the group (``setsid``, double fork) cannot be signalled
-  through the group and is not killed. The bounded drain still returns on time and
-  ``escaped_descendants`` says a pipe was still held open after the group was killed (an
-  escapee holding no pipe goes unnoticed). Containing such processes needs a cgroup or a
-  PID namespace (a container executor), which this local executor does not have.
+- S2 limit (``containment="process_group"``): a descendant that left the group (``setsid``,
+  double fork) cannot be signalled through the group and is not killed. The bounded drain
+  still returns on time and ``escaped_descendants`` says a pipe was still held open after the
+  group was killed (an escapee holding no pipe goes unnoticed). With
+  ``containment="pid_namespace"`` (the default where :func:`pid_namespace_available`) there is
+  no such limit: the harness runs in a fresh PID namespace with its own ``/proc`` under the
+  launcher ``_init.py`` (the group leader); killing the group kills the namespace's init, and
+  the kernel then kills every process in the namespace. The launcher reports the harness's
+  own exit status or signal over a socket, resets every signal disposition and the signal
+  mask for it, and, if this process dies, kills the namespace and removes ``cleanup_dir``.
 - S3 stdout beyond ``output_cap`` is not stored: the group is killed, ``output_truncated``.
 - S4 stderr is drained concurrently into a ring buffer of the last ``stderr_tail_bytes``.
 - S8 ``exit_code`` and ``signal`` are reported apart; a death by signal is never mapped to an
@@ -51,6 +56,11 @@ section 3.2):
   or ``parent_death_signal=False``) only the pipe effect holds. Run under a supervisor that
   owns a cgroup when that matters. An entrypoint that ``setpriv`` cannot execute (a missing
   script interpreter) is reported as a ``spawn_error``, as without it.
+- Live: ``on_stdout(chunk)`` gets every kept stdout chunk as it is read (in the thread running
+  ``run_process``); a set ``cancel`` flag starts the kill ladder (``cancelled``).
+- Spawn errors: an entrypoint that is neither ELF nor a ``#!`` script is ``not_executable``
+  (``execvp`` would run it with ``/bin/sh``); ``EMFILE``, ``ENFILE``, ``ENOMEM``, ``EAGAIN`` or
+  ``ENOSPC`` while spawning is ``host_resources`` (the host's fault, not the harness's).
 - S16/S17 stdout is returned byte for byte through pipes (never a pty): CRLF, binary junk and
   a half-written last line are preserved for the normalizer; stderr is kept apart.
 """
@@ -63,12 +73,16 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import stat
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..errors import CheckfuError
 
@@ -79,6 +93,14 @@ TICK_S = 0.05
 _WAIT_PEEK = os.WEXITED | os.WNOHANG | os.WNOWAIT
 SETPRIV = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
 _SETPRIV_FAILED = b"setpriv: failed to execute "
+_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_init.py")
+# errors of the host, not of the harness: no descriptors, no memory, no processes left
+_HOST_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.ENOSPC})
+CONTAINMENTS = ("auto", "pid_namespace", "process_group")
+
+
+class _Flag(Protocol):
+    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -101,6 +123,8 @@ class ProcessResult:
     spawn_error_message: str | None  # e.g. "entrypoint /x/y not found"
     escaped_descendants: bool  # a process outside our group held a pipe past the drain
     stdin_broken: bool  # the child stopped reading stdin (EPIPE), not an error
+    cancelled: bool = False  # the caller cancelled the turn (we killed the group)
+    containment: str = "process_group"  # "pid_namespace" or "process_group" (what applied)
 
 
 class StagingError(CheckfuError, ValueError):
@@ -206,11 +230,95 @@ def _spawn_check(entrypoint: str) -> tuple[str, str] | None:
         return "not_executable", f"entrypoint {entrypoint}: {exc.strerror}"
     if not stat.S_ISREG(st.st_mode) or not os.access(entrypoint, os.X_OK):
         return "not_executable", f"entrypoint {entrypoint} is not an executable file"
+    try:
+        with open(entrypoint, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        magic = b"\x7fELF"  # execute-only: let the kernel decide
+    if not (magic.startswith(b"#!") or magic == b"\x7fELF"):
+        # execvp (setpriv, sh) would run a shebang-less text file with /bin/sh: refuse it
+        return "not_executable", (
+            f"entrypoint {entrypoint} is not a valid executable (neither ELF nor a #! script)"
+        )
     return None
 
 
-def _not_run(kind: str, message: str) -> ProcessResult:
-    return ProcessResult(b"", b"", None, None, False, False, False, 0, kind, message, False, False)
+def _not_run(kind: str, message: str, containment: str = "process_group") -> ProcessResult:
+    return ProcessResult(
+        b"",
+        b"",
+        None,
+        None,
+        False,
+        False,
+        False,
+        0,
+        kind,
+        message,
+        False,
+        False,
+        False,
+        containment,
+    )
+
+
+def _host_failure(exc: OSError, what: str) -> ProcessResult:
+    """The host ran out of something (EMFILE, ENOMEM, EAGAIN): not the harness's fault."""
+    return _not_run("host_resources", f"cannot start {what}: {exc.strerror} (host resources)")
+
+
+_NS_LOCK = threading.Lock()
+_NS_AVAILABLE: bool | None = None
+
+
+def pid_namespace_available() -> bool:
+    """Can this process put a harness in a fresh PID namespace with its own ``/proc``?
+    Probed once (the contained launcher runs ``/bin/true``), then cached."""
+    global _NS_AVAILABLE
+    with _NS_LOCK:
+        if _NS_AVAILABLE is None:
+            _NS_AVAILABLE = _probe_namespace()
+        return _NS_AVAILABLE
+
+
+def _probe_namespace() -> bool:
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return False
+    true = next((p for p in ("/bin/true", "/usr/bin/true") if os.access(p, os.X_OK)), None)
+    if true is None:
+        return False
+    ours, theirs = socket.socketpair()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", _INIT, str(theirs.fileno()), "", "--", true],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+    except OSError:
+        return False
+    theirs.close()
+    ours.settimeout(10.0)
+    data = b""
+    try:
+        while b"exit" not in data and b"ns 0" not in data and b"exec" not in data:
+            chunk = ours.recv(256)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        ours.close()
+        try:
+            proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return data.startswith(b"ns 1\n") and b"exit 0" in data
 
 
 class _Group:
@@ -248,10 +356,23 @@ def run_process(
     sigterm_grace_s: float = 2.0,
     drain_s: float = 2.0,
     parent_death_signal: bool = True,
+    containment: str = "auto",
+    on_stdout: Callable[[bytes], Any] | None = None,
+    cancel: _Flag | None = None,
+    cleanup_dir: str | None = None,
 ) -> ProcessResult:
     """Run ``entrypoint argv...`` once and return what happened (see the module docstring).
 
     ``parent_death_signal``: SIGKILL the harness if this process dies (S11; needs ``setpriv``).
+    ``containment``: ``"pid_namespace"`` (a fresh PID namespace with its own ``/proc``: nothing
+    the harness starts outlives the turn), ``"process_group"`` (the group only), or ``"auto"``
+    (the namespace where :func:`pid_namespace_available`, else the group); the result's
+    ``containment`` says what applied. ``on_stdout(chunk)`` is called, in the thread running
+    this function, with every stdout chunk kept (under the cap) as soon as it is read.
+    ``cancel`` (anything with ``is_set()``, e.g. a ``threading.Event``): once set, the group
+    goes down the kill ladder as at the deadline and the result has ``cancelled``.
+    ``cleanup_dir``: a directory the contained launcher removes if this process dies before
+    the turn ends (a runner killed by SIGKILL leaves no staged prompt behind).
 
     Raises ``ValueError`` for an argument that cannot be passed (NUL, over 128 KiB, or the whole
     command line over ``ARG_MAX``) and ``StagingError`` for an unsafe staged file; in both
@@ -260,19 +381,34 @@ def run_process(
     args = _check_argv(argv)
     for f in staged_files:
         check_staged_name(f.name)
+    if containment not in CONTAINMENTS:
+        raise ValueError(f"containment must be one of {CONTAINMENTS}, not {containment!r}")
     problem = _spawn_check(entrypoint)
     if problem is not None:
         return _not_run(*problem)
     child_env = dict(env) if env is not None else minimal_environment(home=staging_dir)
+    contained = containment == "pid_namespace" or (
+        containment == "auto" and pid_namespace_available()
+    )
     staged = _stage(staging_dir, staged_files)
     try:
-        guard = [SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death_signal and SETPRIV else []
+        if contained:
+            cmd = [sys.executable, "-I", "-S", _INIT, "{sock}", cleanup_dir or "", "--"]
+            guard = []
+        else:
+            cmd = []
+            guard = (
+                [SETPRIV, "--pdeathsig", "KILL", "--"] if parent_death_signal and SETPRIV else []
+            )
         return _Run(
-            [*guard, entrypoint, *args],
+            [*cmd, *guard, entrypoint, *args],
             stdin,
             output_cap=output_cap,
             tail_bytes=stderr_tail_bytes,
             guarded=bool(guard),
+            contained=contained,
+            on_stdout=on_stdout,
+            cancel=cancel,
         ).run(
             cwd or staging_dir,
             child_env,
@@ -296,9 +432,21 @@ class _Run:
         output_cap: int,
         tail_bytes: int,
         guarded: bool = False,
+        contained: bool = False,
+        on_stdout: Callable[[bytes], Any] | None = None,
+        cancel: _Flag | None = None,
     ) -> None:
         self.cmd = cmd
         self.guarded = guarded  # cmd starts with setpriv: its exec failure is a spawn error
+        self.contained = contained  # cmd starts with the launcher (_init.py)
+        self.on_stdout = on_stdout
+        self.cancel = cancel
+        self.cancelled = False
+        self.ctl: socket.socket | None = None  # our end of the launcher's socket
+        self.ctl_buf = b""
+        self.ns: bool | None = None  # the launcher made the namespace
+        self.harness_status: int | None = None  # Popen-style returncode the launcher reported
+        self.exec_errno: int | None = None
         self.stdin = stdin
         self.output_cap = max(output_cap, 0)
         self.tail_bytes = max(tail_bytes, 0)
@@ -325,27 +473,44 @@ class _Run:
         graces: tuple[float, float, float],
     ) -> ProcessResult:
         started = time.monotonic()
+        cmd, pass_fds, theirs = self.cmd, (), None
         try:
+            if self.contained:
+                self.ctl, theirs = socket.socketpair()
+                self.ctl.setblocking(False)
+                cmd = [str(theirs.fileno()) if a == "{sock}" else a for a in cmd]
+                pass_fds = (theirs.fileno(),)
             proc = subprocess.Popen(
-                self.cmd,
+                cmd,
                 stdin=subprocess.PIPE if self.stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 env=env,
                 close_fds=True,
+                pass_fds=pass_fds,
                 start_new_session=True,
             )
         except FileNotFoundError as exc:  # e.g. a missing cwd or script interpreter
+            self._close_ctl()
             where = f": {exc.filename}" if exc.filename else ""
             return _not_run("not_found", f"cannot start {self.target}: {exc.strerror}{where}")
         except OSError as exc:
+            self._close_ctl()
             if exc.errno == errno.E2BIG:
                 raise ValueError(
                     "the arguments and environment together exceed the system limit (ARG_MAX); "
                     "pass long text via stdin or a staged file"
                 ) from None
+            if exc.errno in _HOST_ERRNOS:
+                return _host_failure(exc, self.target)
             return _not_run("not_executable", f"cannot start {self.target}: {exc.strerror}")
+        except BaseException:
+            self._close_ctl()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()
         try:
             self.proc = proc
             self.group = _Group(proc.pid)
@@ -359,6 +524,7 @@ class _Run:
             self._reap(timeout=2.0)
             raise
         finally:
+            self._close_ctl()
             for fd in list(self.fds):
                 self._close(fd)
             self._close_pidfd()
@@ -371,11 +537,29 @@ class _Run:
 
     @property
     def target(self) -> str:
+        if self.contained:
+            return self.cmd[self.cmd.index("--") + 1]
         return self.cmd[4] if self.guarded else self.cmd[0]
+
+    def _close_ctl(self) -> None:
+        if self.ctl is not None:
+            if self.sel is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.sel.unregister(self.ctl.fileno())
+            self.fds.pop(self.ctl.fileno(), None)
+            self.ctl.close()  # the launcher sees EOF: it kills what is left of the namespace
+            self.ctl = None
 
     def _exec_failure(self, r: ProcessResult) -> ProcessResult:
         """``setpriv`` could not execute the entrypoint (exit 127, its message first on stderr,
-        nothing on stdout): the same spawn error Popen would have given without it."""
+        nothing on stdout): the same spawn error Popen would have given without it. Contained,
+        the launcher reports the ``execve`` errno itself."""
+        if self.exec_errno is not None:
+            kind = "not_found" if self.exec_errno == errno.ENOENT else "not_executable"
+            if self.exec_errno in _HOST_ERRNOS:
+                kind = "host_resources"
+            reason = os.strerror(self.exec_errno)
+            return _not_run(kind, f"cannot start {self.target}: {reason}", r.containment)
         if not (self.guarded and r.exit_code == 127 and not r.stdout):
             return r
         if not r.stderr_tail.startswith(_SETPRIV_FAILED):
@@ -402,6 +586,9 @@ class _Run:
             self.sel.register(
                 fd, selectors.EVENT_WRITE if name == "stdin" else selectors.EVENT_READ
             )
+        if self.ctl is not None:
+            self.fds[self.ctl.fileno()] = "status"
+            self.sel.register(self.ctl.fileno(), selectors.EVENT_READ)
         if self.stdin is not None:
             self.pending = memoryview(self.stdin).cast("B")
             if not self.pending:
@@ -423,12 +610,19 @@ class _Run:
                 self._close(fd)
 
     def _reading(self) -> bool:
-        return any(name != "stdin" for name in self.fds.values())
+        return any(name in ("stdout", "stderr") for name in self.fds.values())
+
+    def _active(self) -> bool:
+        return any(name != "status" for name in self.fds.values())
 
     def _exited(self) -> bool:
-        """Has the leader exited? Does not reap it: a zombie leader keeps the pgid ours."""
+        """Has the leader exited (contained: has the launcher reported the harness's end)?
+        Does not reap it: a zombie leader keeps the pgid ours."""
         assert self.proc is not None
         if self.proc.returncode is not None:
+            return True
+        if self.harness_status is not None or self.exec_errno is not None:
+            self._close_pidfd()  # the launcher's own exit comes later: it would spin the loop
             return True
         try:
             gone = os.waitid(os.P_PID, self.proc.pid, _WAIT_PEEK) is not None
@@ -462,25 +656,37 @@ class _Run:
             os.close(self.pidfd)
         self.pidfd = None
 
-    def _pump(self, until: float, *, stop_on_exit: bool = False) -> None:
+    def _cancel_requested(self) -> bool:
+        if self.cancel is not None and not self.cancelled and self.cancel.is_set():
+            self.cancelled = True
+        return self.cancelled
+
+    def _pump(
+        self, until: float, *, stop_on_exit: bool = False, watch_cancel: bool = False
+    ) -> None:
         """Move bytes until ``until``, until no pipe is left (with ``stop_on_exit`` also until
-        the leader exits), or until the output cap is first reached. Sleeps in ticks of at most
-        ``TICK_S`` so that signals (KeyboardInterrupt) are seen promptly."""
+        the leader exits), or until the output cap is first reached (``watch_cancel``: or the
+        caller cancels). Sleeps in ticks of at most ``TICK_S`` so that signals
+        (KeyboardInterrupt) and a cancel are seen promptly."""
         assert self.sel is not None
         while True:
             left = until - time.monotonic()
             if left <= 0 or (stop_on_exit and self._exited()):
                 return
-            if not self.fds:
+            if watch_cancel and self._cancel_requested():
+                return
+            if not self._active():  # (the launcher's socket is no pipe to drain)
                 if not stop_on_exit:
                     return
-                if self.pidfd is None:
+                if self.pidfd is None and self.ctl is None:
                     time.sleep(min(left, TICK_S))
                     continue
             for key, _ in self.sel.select(min(left, TICK_S)):
                 name = self.fds.get(key.fd)
                 if name == "stdin":
                     self._write_stdin(key.fd)
+                elif name == "status":
+                    self._read_status()
                 elif name is not None:
                     self._read(key.fd, name)
             if stop_on_exit and self.truncated and not self.stopped_at_cap:
@@ -500,6 +706,31 @@ class _Run:
         if not self.pending:
             self._close(fd)  # EOF for the child
 
+    def _read_status(self) -> None:
+        assert self.ctl is not None
+        try:
+            data = self.ctl.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the launcher is gone (killed with the group)
+            self._close_ctl()
+            return
+        self.ctl_buf += data
+        while b"\n" in self.ctl_buf:
+            line, _, self.ctl_buf = self.ctl_buf.partition(b"\n")
+            word, _, rest = line.decode("ascii", "replace").partition(" ")
+            with contextlib.suppress(ValueError):
+                if word == "ns":
+                    self.ns = rest.split()[0] == "1"
+                elif word == "exec":
+                    self.exec_errno = int(rest)
+                elif word == "exit":
+                    self.harness_status = int(rest)
+                elif word == "signal":
+                    self.harness_status = -int(rest)
+
     def _read(self, fd: int, name: str) -> None:
         try:
             data = os.read(fd, READ_CHUNK)
@@ -512,7 +743,10 @@ class _Run:
         elif name == "stdout":
             room = self.output_cap - len(self.stdout)
             if room > 0:
-                self.stdout += data[:room]
+                kept = data[:room]
+                self.stdout += kept
+                if self.on_stdout is not None:
+                    self.on_stdout(kept)
             if len(data) > room:
                 self.truncated = True
         elif self.tail_bytes:
@@ -531,15 +765,17 @@ class _Run:
         self._take_pipes()
         timed_out = killed = escaped = False
         while True:
-            self._pump(deadline, stop_on_exit=True)
+            self._pump(deadline, stop_on_exit=True, watch_cancel=True)
             if self.truncated:
                 break
             if self._exited():
                 break
+            if self.cancelled:
+                break
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-        if timed_out or self.truncated:
+        if timed_out or self.truncated or self.cancelled:
             killed = True
             for sig, grace in (
                 (signal.SIGINT, sigint_grace),
@@ -565,6 +801,8 @@ class _Run:
             else:
                 group.send(signal.SIGKILL)  # leftovers of the group that let go of our pipes
             returncode = self._reap(timeout=None)
+            if self.harness_status is not None:  # contained: the harness's own status
+                returncode = self.harness_status
         else:  # not dead a while after SIGKILL (uninterruptible sleep): do not hang on it
             returncode = None
         return ProcessResult(
@@ -580,6 +818,8 @@ class _Run:
             spawn_error_message=None,
             escaped_descendants=escaped,
             stdin_broken=self.stdin_broken,
+            cancelled=self.cancelled,
+            containment="pid_namespace" if self.ns else "process_group",
         )
 
     def _reap(self, timeout: float | None) -> int | None:
@@ -613,10 +853,12 @@ class _Run:
 
 
 __all__ = [
+    "CONTAINMENTS",
     "ProcessResult",
     "StagedFile",
     "StagingError",
     "minimal_environment",
+    "pid_namespace_available",
     "private_staging_dir",
     "run_process",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .contract import compact_json
 from .plan import TurnRequest
+from .redact import redact_deep
 
 Observation = dict[str, Any]
 
@@ -573,7 +574,7 @@ class Observer:
         *,
         dialect: Any = "auto",
         implementation: str = "native",
-        redact: Callable[[Any], Any] | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self._contract = contract
         self._request = request
@@ -641,7 +642,7 @@ class Observer:
         self._state = {
             "schema_version": 1,
             "turn": int(prior["turn"]) + 1 if prior is not None else 1,
-            "last_response": last_response,
+            "last_response": self._redact(last_response) if self._redact else last_response,
         }
         return self._out(out)
 
@@ -658,7 +659,7 @@ class Observer:
             ready = {"capability_set": capability_set(self._contract)}
             out.insert(0, {"type": "observation.ready", "payload": ready})
         if self._redact is not None:
-            out = [self._redact(o) for o in out]
+            out = [{**o, "payload": redact_deep(o["payload"], self._redact)} for o in out]
         return out
 
 
@@ -692,6 +693,12 @@ def _ending(fold: _Fold | None, process: Any) -> Observation:
     final = fold.final if fold is not None else None
     cancelled = process is not None and getattr(process, "cancelled", False) is True
     if process is not None:
+        if process.spawn_error == "host_resources":  # the host ran out, not the harness
+            message = process.spawn_error_message or "host resources exhausted"
+            return {
+                "type": "observation.retryable_failure",
+                "payload": {"error": _error("runtime.runner_unavailable", message)},
+            }
         if process.spawn_error is not None:
             return failed(
                 "runtime.harness_unavailable",

@@ -1,18 +1,37 @@
-"""One live turn: validate, stage, run the harness, observe (docs/oneshot.md section 3)."""
+"""One live turn: validate, stage, run the harness, observe (docs/oneshot.md section 3).
+
+``stream_turn`` runs the harness in a worker thread (the executor's selector loop) and hands
+each observation to the consumer as soon as the stdout that causes it has been read;
+``astream_turn`` is the same for asyncio; ``run_turn`` collects a ``stream_turn``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import os
+import queue
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .contract import validate_contract
-from .executor import ProcessResult, StagedFile, private_staging_dir, run_process
-from .observe import Observation, observe
+from .executor import ProcessResult, StagedFile, minimal_environment, run_process
+from .observe import Observation, Observer
 from .plan import TurnRequest, plan_exchange
+from .redact import redact_bytes, redactor
 
 DEFAULT_DEADLINE_S = 600.0
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
+_END = object()
+_EMPTY = object()
+_POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen promptly)
+_EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
 
 
 @dataclass(frozen=True)
@@ -20,8 +39,280 @@ class TurnResult:
     observations: list[Observation]
     resulting_state: dict[str, Any]
     exchange: dict[str, Any]  # as planned for the private staging dir, plus "stdout"
-    staging_dir: str  # removed when run_turn returns
-    process: ProcessResult
+    staging_dir: str  # removed when the turn has ended
+    process: ProcessResult  # stderr_tail and spawn_error_message redacted
+
+
+_LIVE: set[TurnStream] = set()  # running turns (each removes itself when it ends)
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _cancel_live_turns() -> None:
+    """Interpreter exit (an uncaught KeyboardInterrupt, ``sys.exit``) with turns still running:
+    cancel them, so that their groups are killed and staging directories removed."""
+    with _LIVE_LOCK:
+        streams = list(_LIVE)
+    for s in streams:
+        s.cancel()
+    for s in streams:
+        s._thread.join(_EXIT_JOIN_S)
+
+
+class TurnStream:
+    """A running turn: iterate for its observations (the same dicts ``observe`` gives),
+    ``cancel()`` from any thread, ``result`` once it has ended. Use it as a context manager:
+    leaving the block cancels a turn that is still running and waits for its end."""
+
+    def __init__(
+        self,
+        contract: Any,
+        request: TurnRequest,
+        *,
+        env: Mapping[str, str] | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        dialect: Any = "auto",
+        implementation: str = "native",
+        entrypoint: str | None = None,
+        entrypoint_prefix: tuple[str, ...] = (),
+        redact: bool = True,
+        **executor_options: Any,
+    ) -> None:
+        contract = validate_contract(contract)
+        self._cancel = threading.Event()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._observations: list[Observation] = []
+        self._result: TurnResult | None = None
+        self._error: BaseException | None = None
+        self._done = False
+        self._waker: Callable[[], None] | None = None
+        root = tempfile.mkdtemp(prefix="checkfu-oneshot-")
+        try:
+            os.chmod(root, 0o700)
+            exchange = plan_exchange(contract, request, staging_root=root)
+            child_env = dict(env) if env is not None else minimal_environment(home=root)
+            self._redact = redactor(child_env) if redact else None
+            self._observer = Observer(
+                contract,
+                request,
+                dialect=dialect,
+                implementation=implementation,
+                redact=self._redact,
+            )
+            stdin = exchange["stdin"]
+            self._root, self._exchange = root, exchange
+            self._run_args: dict[str, Any] = {
+                "entrypoint": entrypoint or contract["entrypoint"],
+                "argv": [*entrypoint_prefix, *exchange["argv"]],
+                "stdin": stdin.encode("utf-8", "surrogatepass") if stdin is not None else None,
+                "staging_dir": root,
+                "staged_files": [
+                    StagedFile(f["path"][len(root) + 1 :], f["content"].encode("utf-8"))
+                    for f in exchange["staged_files"]
+                ],
+                "cwd": contract.get("working_directory"),
+                "env": child_env,
+                "deadline_s": deadline_s,
+                "output_cap": output_cap,
+                "cleanup_dir": root,
+                **executor_options,
+            }
+            self._thread = threading.Thread(target=self._work, name="checkfu-turn", daemon=True)
+            with _LIVE_LOCK:
+                _LIVE.add(self)
+            self._thread.start()
+        except BaseException:
+            self._cancel.set()
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+            if getattr(self, "_thread", None) is not None and self._thread.is_alive():
+                self._thread.join()
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+            raise
+
+    # -- the worker thread ----------------------------------------------------------------------
+
+    def _put(self, item: Any) -> None:
+        self._queue.put(item)
+        waker = self._waker
+        if waker is not None:
+            with contextlib.suppress(RuntimeError):  # the event loop is closed
+                waker()
+
+    def _feed(self, data: bytes) -> None:
+        for obs in self._observer.feed(data):
+            self._observations.append(obs)
+            self._put(obs)
+
+    def _work(self) -> None:
+        try:
+            process = run_process(on_stdout=self._feed, cancel=self._cancel, **self._run_args)
+            for obs in self._observer.finish(process):
+                self._observations.append(obs)
+                self._put(obs)
+            state = self._observer.state
+            if self._redact is not None:
+                message = process.spawn_error_message
+                process = dataclasses.replace(
+                    process,
+                    stderr_tail=redact_bytes(process.stderr_tail, self._redact),
+                    spawn_error_message=self._redact(message) if message is not None else None,
+                )
+            exchange = self._exchange
+            exchange["stdout"] = process.stdout.decode("utf-8", "replace")
+            exchange["resulting_state"] = state
+            self._result = TurnResult(self._observations, state, exchange, self._root, process)
+        except BaseException as exc:  # handed to the consumer
+            self._error = exc
+        finally:
+            shutil.rmtree(self._root, ignore_errors=True)
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+            self._put(_END)
+
+    # -- the consumer ---------------------------------------------------------------------------
+
+    def _poll(self, timeout: float | None) -> Any:
+        """The next observation, ``_END`` once the turn ended, ``_EMPTY`` on timeout."""
+        if self._done:
+            return _END
+        try:
+            item = self._queue.get(timeout=timeout) if timeout else self._queue.get_nowait()
+        except queue.Empty:
+            return _EMPTY
+        if item is _END:
+            self._done = True
+        return item
+
+    def __iter__(self) -> Iterator[Observation]:
+        return self
+
+    def __next__(self) -> Observation:
+        while True:
+            item = self._poll(_POLL_S)
+            if item is _EMPTY:
+                continue
+            if item is _END:
+                if self._error is not None:
+                    raise self._error
+                raise StopIteration
+            return item
+
+    def cancel(self) -> None:
+        """Stop the turn (safe from any thread, any number of times): the group goes down the
+        kill ladder and the stream ends with one ending observation (``finished`` with
+        ``stop_reason: "interrupted"`` unless the stream had already reached its outcome)."""
+        self._cancel.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the turn's end (observations stay queued for iteration); True if ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def result(self) -> TurnResult:
+        """The ``TurnResult`` (waits for the end of the turn); raises what the turn raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def close(self) -> None:
+        """Cancel the turn if it is still running and wait for its end."""
+        if self._thread.is_alive():
+            self.cancel()
+        while self._thread.is_alive():
+            self._thread.join(_POLL_S)
+
+    def __enter__(self) -> TurnStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stream_turn(contract: Any, request: TurnRequest, **options: Any) -> TurnStream:
+    """Start one turn of the harness and return its :class:`TurnStream` (the options of
+    :func:`run_turn`). Raises ``ContractError`` before anything runs."""
+    return TurnStream(contract, request, **options)
+
+
+class AsyncTurnStream:
+    """``astream_turn``'s async iterator (and async context manager). Cancelling the task that
+    consumes it cancels the turn (the group is killed), waits for its cleanup and re-raises
+    ``CancelledError``."""
+
+    def __init__(self, stream: TurnStream) -> None:
+        self._stream = stream
+        self._event: asyncio.Event | None = None
+
+    def _arm(self) -> asyncio.Event:
+        if self._event is None:
+            loop = asyncio.get_running_loop()
+            event = asyncio.Event()
+            self._event = event
+            self._stream._waker = lambda: loop.call_soon_threadsafe(event.set)
+        return self._event
+
+    def __aiter__(self) -> AsyncTurnStream:
+        return self
+
+    async def __anext__(self) -> Observation:
+        event = self._arm()
+        try:
+            while True:
+                event.clear()
+                item = self._stream._poll(None)
+                if item is _EMPTY:
+                    await event.wait()
+                    continue
+                if item is _END:
+                    if self._stream._error is not None:
+                        raise self._stream._error
+                    raise StopAsyncIteration
+                return item
+        except asyncio.CancelledError:
+            await self.aclose()
+            raise
+
+    def cancel(self) -> None:
+        self._stream.cancel()
+
+    @property
+    def result(self) -> TurnResult:
+        """The ``TurnResult`` once the iteration has ended (blocks until the turn ended)."""
+        return self._stream.result
+
+    async def aclose(self) -> None:
+        """Cancel the turn if it still runs and wait (without blocking the loop) for its end."""
+        stream = self._stream
+        if not stream._thread.is_alive():
+            return
+        stream.cancel()
+        try:
+            while stream._thread.is_alive():
+                await asyncio.sleep(0.02)
+        except asyncio.CancelledError:  # cancelled again: finish the cleanup synchronously
+            stream.close()
+            raise
+
+    async def __aenter__(self) -> AsyncTurnStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def astream_turn(contract: Any, request: TurnRequest, **options: Any) -> AsyncTurnStream:
+    """:func:`stream_turn` as an async iterator (``async for obs in astream_turn(...)``)."""
+    return AsyncTurnStream(TurnStream(contract, request, **options))
 
 
 def run_turn(
@@ -41,36 +332,21 @@ def run_turn(
 
     ``entrypoint`` overrides the contract's (e.g. a host path for a container image's binary);
     ``entrypoint_prefix`` are arguments put before the planned argv (e.g. a script path when
-    the entrypoint is an interpreter). Raises ``ContractError`` before anything runs.
+    the entrypoint is an interpreter). Raises ``ContractError`` before anything runs. This is
+    :func:`stream_turn`, collected.
     """
-    contract = validate_contract(contract)
-    with private_staging_dir() as root:
-        exchange = plan_exchange(contract, request, staging_root=root)
-        staged = [
-            StagedFile(name=f["path"][len(root) + 1 :], content=f["content"].encode("utf-8"))
-            for f in exchange["staged_files"]
-        ]
-        stdin = exchange["stdin"]
-        process = run_process(
-            entrypoint or contract["entrypoint"],
-            [*entrypoint_prefix, *exchange["argv"]],
-            stdin=stdin.encode("utf-8", "surrogatepass") if stdin is not None else None,
-            staging_dir=root,
-            staged_files=staged,
-            cwd=contract.get("working_directory"),
-            env=env,
-            deadline_s=deadline_s,
-            output_cap=output_cap,
-            **executor_options,
-        )
-    observations, state = observe(
+    with stream_turn(
         contract,
         request,
-        process.stdout,
-        process=process,
+        env=env,
+        deadline_s=deadline_s,
+        output_cap=output_cap,
         dialect=dialect,
         implementation=implementation,
-    )
-    exchange["stdout"] = process.stdout.decode("utf-8", "replace")
-    exchange["resulting_state"] = state
-    return TurnResult(observations, state, exchange, root, process)
+        entrypoint=entrypoint,
+        entrypoint_prefix=entrypoint_prefix,
+        **executor_options,
+    ) as stream:
+        for _ in stream:
+            pass
+    return stream.result
