@@ -172,7 +172,11 @@ def claude_text(text: str) -> dict:
     }
 
 
-CLAUDE_MESSAGE = json.dumps(claude_text("working on it")).encode()
+# a live claude stream opens with its init line, which is what lets `auto` decide at once
+CLAUDE_INIT = json.dumps(
+    {"type": "system", "subtype": "init", "session_id": "live", "tools": ["Bash"]}
+).encode()
+CLAUDE_MESSAGE = CLAUDE_INIT + b"\n" + json.dumps(claude_text("working on it")).encode()
 CLAUDE_RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": "done"}
 
 
