@@ -1,0 +1,649 @@
+//! Events as JSONL, written from the core's own data: no Python objects.
+//!
+//! One line per event, exactly what `json.dumps(event, ensure_ascii=False, separators=(",", ":"))`
+//! gives for the dict `py/convert.rs` builds (same keys, same order, same number text), then LF.
+//! The field-by-field mirror of `convert.rs` is [`write_event`]; a field added there is one line
+//! here, next to the same field. The number text is Python's: `repr(float)` (shortest round-trip,
+//! `1e+16`, `1e-07`, `-0.0`, `Infinity`), ints in decimal; strings escape only what `json.dumps`
+//! escapes with `ensure_ascii=False` (`"`, `\`, and U+0000..U+001F, with `\n \r \t \b \f`
+//! short forms and lowercase `\u00XX` for the rest). Objects of `parsed` follow Python dict
+//! semantics for duplicate keys (first position, last value), as the dict built by `convert.rs`.
+//!
+//! [`Stream`] drives the same pipeline as `py/mod.rs` (`emit`): prepare, map, write, per line;
+//! [`normalize_file`] runs it over a file read in chunks (bounded memory).
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::budget::Budget;
+use crate::dialect::AnyDialect;
+use crate::event::{Event, LineMeta, Num};
+use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents, V};
+use crate::value::Value;
+
+/// Bytes read per step by [`normalize_file`].
+pub const READ_CHUNK: usize = 1 << 20;
+
+/// The escape of each byte in a JSON string: 0 = as is, `u` = `\u00XX`, else `\<c>`.
+/// (Indexing in a const block: an out-of-range index is a compile error, not a panic.)
+#[allow(clippy::indexing_slicing)]
+const ESC: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// A JSON string as `json.dumps(s, ensure_ascii=False)` writes it.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut run = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let e = ESC.get(usize::from(c)).copied().unwrap_or(0);
+        if e == 0 {
+            continue;
+        }
+        out.extend_from_slice(b.get(run..i).unwrap_or_default());
+        if e == b'u' {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'));
+            out.push(HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'));
+        } else {
+            out.push(b'\\');
+            out.push(e);
+        }
+        run = i + 1;
+    }
+    out.extend_from_slice(b.get(run..).unwrap_or_default());
+    out.push(b'"');
+}
+
+/// An unsigned integer in decimal.
+pub fn write_u128(out: &mut Vec<u8>, mut n: u128) {
+    let mut buf = [0u8; 40];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(buf.get(i..).unwrap_or_default());
+}
+
+pub fn write_u64(out: &mut Vec<u8>, n: u64) {
+    write_u128(out, u128::from(n));
+}
+
+pub fn write_i128(out: &mut Vec<u8>, n: i128) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    write_u128(out, n.unsigned_abs());
+}
+
+/// A float as `json.dumps` writes it: `repr(float)`, and `Infinity`/`-Infinity`/`NaN`.
+pub fn write_f64(out: &mut Vec<u8>, f: f64) {
+    if f.is_nan() {
+        out.extend_from_slice(b"NaN");
+        return;
+    }
+    if f.is_infinite() {
+        out.extend_from_slice(if f > 0.0 { b"Infinity" } else { b"-Infinity" });
+        return;
+    }
+    if f.is_sign_negative() {
+        out.push(b'-');
+    }
+    if f == 0.0 {
+        out.extend_from_slice(b"0.0");
+        return;
+    }
+    // shortest round-trip digits d1 d2 ... and exponent e (value = d1.d2... * 10^e)
+    let sci = format!("{:e}", f.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    let n = digits.len() as i32;
+    // CPython's float_repr_style 'short': exponent form when decpt <= -4 or decpt > 16,
+    // with decpt = exp + 1
+    if !(-4..16).contains(&exp) {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        out.extend_from_slice(first);
+        if !rest.is_empty() {
+            out.push(b'.');
+            out.extend_from_slice(rest);
+        }
+        out.push(b'e');
+        out.push(if exp < 0 { b'-' } else { b'+' });
+        let a = exp.unsigned_abs();
+        if a < 10 {
+            out.push(b'0');
+        }
+        write_u64(out, u64::from(a));
+    } else if exp < 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-exp - 1) as usize));
+        out.extend_from_slice(&digits);
+    } else if exp + 1 < n {
+        let (int, frac) = digits.split_at((exp + 1) as usize);
+        out.extend_from_slice(int);
+        out.push(b'.');
+        out.extend_from_slice(frac);
+    } else {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(b'0', (exp + 1 - n) as usize));
+        out.extend_from_slice(b".0");
+    }
+}
+
+fn write_num(out: &mut Vec<u8>, n: Num) {
+    match n {
+        Num::Int(i) => write_i128(out, i),
+        Num::Float(f) => write_f64(out, f),
+    }
+}
+
+/// Objects up to this many pairs are checked for duplicate keys pairwise, larger ones by hash.
+const DUP_SCAN_MAX: usize = 16;
+
+fn has_duplicate_keys(pairs: &[(std::borrow::Cow<'_, str>, Value<'_>)]) -> bool {
+    if pairs.len() <= DUP_SCAN_MAX {
+        pairs.iter().enumerate().any(|(i, (k, _))| {
+            pairs
+                .get(..i)
+                .unwrap_or_default()
+                .iter()
+                .any(|(j, _)| j == k)
+        })
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+        pairs.iter().any(|(k, _)| !seen.insert(k.as_ref()))
+    }
+}
+
+/// A parsed value as `json.dumps` writes the Python object `convert.rs` builds from it
+/// (`convert::plain_value`): `BigInt` is a Python int (its text is already canonical).
+pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(i) => write_i128(out, i128::from(*i)),
+        Value::BigInt(text) => out.extend_from_slice(text.as_bytes()),
+        Value::Float(f) => write_f64(out, *f),
+        Value::Str(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(pairs) => {
+            out.push(b'{');
+            if has_duplicate_keys(pairs) {
+                for (i, (k, item)) in v.dict_items().into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, k);
+                    out.push(b':');
+                    write_value(out, item);
+                }
+            } else {
+                for (i, (k, item)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, k);
+                    out.push(b':');
+                    write_value(out, item);
+                }
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// An object being written: `"key":value` pairs separated by commas. Keys are static ASCII
+/// identifiers (no escaping needed).
+struct Obj<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
+
+impl<'o> Obj<'o> {
+    fn open(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+
+    /// Start a pair; returns the buffer for the value.
+    fn key(&mut self, k: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(k.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    fn str(&mut self, k: &str, s: &str) {
+        write_str(self.key(k), s);
+    }
+
+    fn u64(&mut self, k: &str, n: u64) {
+        write_u64(self.key(k), n);
+    }
+
+    fn num(&mut self, k: &str, n: Num) {
+        write_num(self.key(k), n);
+    }
+
+    fn bool(&mut self, k: &str, b: bool) {
+        self.key(k)
+            .extend_from_slice(if b { b"true" } else { b"false" });
+    }
+
+    fn value(&mut self, k: &str, v: &Value<'_>) {
+        write_value(self.key(k), v);
+    }
+
+    /// A value already written as JSON text.
+    fn json(&mut self, k: &str, text: &[u8]) {
+        self.key(k).extend_from_slice(text);
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// The fields of one event dict, in `convert.rs` (`event`) order, up to and excluding `raw`.
+/// Each line names its `convert.rs` counterpart; keep the two in step.
+fn write_event(o: &mut Obj<'_>, ev: &Event<'_>, rec: &LineEvents<'_>, seq: u64) {
+    o.str("v", V); // d.set_item("v", V)
+    o.u64("seq", seq); // d.set_item("seq", seq)
+    o.u64("position", rec.position); // d.set_item("position", rec.position)
+    o.str("dialect", rec.dialect); // d.set_item("dialect", dialect)
+    o.str("kind", ev.kind); // d.set_item("kind", ev.kind)
+    o.str("subtype", &ev.subtype); // d.set_item("subtype", ev.subtype)
+    if let Some(role) = ev.role {
+        o.str("role", role); // d.set_item("role", role)
+    }
+    if let Some(text) = &ev.text {
+        o.str("text", text); // d.set_item("text", text)
+    }
+    if let Some(tool) = &ev.tool {
+        let mut t = Obj::open(o.key("tool")); // d.set_item("tool", t)
+        t.str("name", &tool.name); // t.set_item("name", tool.name)
+        if let Some(args) = tool.arguments {
+            t.value("arguments", args); // t.set_item("arguments", value(args))
+        }
+        if let Some(id) = tool.id {
+            t.str("id", id); // t.set_item("id", id)
+        }
+        if let Some(e) = tool.is_error {
+            t.bool("isError", e); // t.set_item("isError", e)
+        }
+        t.close();
+    }
+    if let Some(err) = &ev.error {
+        let mut e = Obj::open(o.key("error")); // d.set_item("error", e)
+        e.str("code", &err.code); // e.set_item("code", err.code)
+        e.str("message", &err.message); // e.set_item("message", err.message)
+        e.str("errorKind", err.kind); // e.set_item("errorKind", err.kind)
+        e.close();
+    }
+    if let Some(u) = &ev.usage {
+        let mut e = Obj::open(o.key("usage")); // d.set_item("usage", e)
+        if let Some(n) = u.input {
+            e.num("inputTokens", n); // e.set_item("inputTokens", num(n))
+        }
+        if let Some(n) = u.output {
+            e.num("outputTokens", n); // e.set_item("outputTokens", num(n))
+        }
+        if let Some(n) = u.cached {
+            e.num("cachedTokens", n); // e.set_item("cachedTokens", num(n))
+        }
+        if let Some(n) = u.cost {
+            e.num("costUsd", n); // e.set_item("costUsd", num(n))
+        }
+        e.str("model", &u.model); // e.set_item("model", u.model)
+        if u.unknown {
+            e.bool("unknown", true); // e.set_item("unknown", true)
+        }
+        e.close();
+    }
+    if let Some(scope) = ev.usage_scope {
+        o.str("usageScope", scope); // d.set_item("usageScope", scope)
+    }
+    if let Some(id) = ev.message_id {
+        o.str("messageId", id); // d.set_item("messageId", id)
+    }
+    if ev.delta {
+        o.bool("delta", true); // d.set_item("delta", true)
+    }
+    if let Some(n) = ev.line_bytes {
+        o.bool("truncated", true); // d.set_item("truncated", true)
+        o.u64("lineBytes", n); // d.set_item("lineBytes", n)
+    }
+    if let Some(s) = ev.encoding {
+        o.str("encoding", s); // d.set_item("encoding", s)
+    }
+    if let Some(n) = ev.stream_bytes {
+        o.u64("streamBytes", n); // d.set_item("streamBytes", n)
+    }
+    if let Some(s) = rec.meta.session_id {
+        o.str("sessionId", s); // d.set_item("sessionId", s)
+    }
+    if let Some(s) = rec.meta.parent_tool_use_id {
+        o.str("parentToolUseId", s); // d.set_item("parentToolUseId", s)
+    }
+    if let Some(s) = rec.meta.native_type {
+        o.str("nativeType", s); // d.set_item("nativeType", s)
+    }
+    if rec.repairs > 0 {
+        o.u64("repairedSurrogates", rec.repairs as u64); // d.set_item("repairedSurrogates", ..)
+    }
+}
+
+/// Writes lines; keeps the per-line scratch buffers and the optional `source` pair.
+#[derive(Debug, Default)]
+pub struct LineWriter {
+    raw: Vec<u8>,
+    parsed: Vec<u8>,
+    /// `"source":<path>` appended to every event (the CLI's field for several inputs).
+    source: Option<Vec<u8>>,
+}
+
+impl LineWriter {
+    pub fn new(source: Option<&str>) -> Self {
+        LineWriter {
+            source: source.map(|s| {
+                let mut b = Vec::new();
+                write_str(&mut b, s);
+                b
+            }),
+            ..LineWriter::default()
+        }
+    }
+
+    /// The JSONL of one line's events, numbered from `*seq` (`convert::line`).
+    pub fn line(&mut self, out: &mut Vec<u8>, rec: &LineEvents<'_>, seq: &mut u64) {
+        // raw and parsed are the same for every event of the line: written once
+        self.raw.clear();
+        write_str(&mut self.raw, rec.raw);
+        self.parsed.clear();
+        match rec.parsed {
+            Some(v) => write_value(&mut self.parsed, v),
+            None => self.parsed.extend_from_slice(b"null"),
+        }
+        for ev in &rec.events {
+            let mut o = Obj::open(out);
+            write_event(&mut o, ev, rec, *seq);
+            o.json("raw", &self.raw); // d.set_item("raw", raw)
+            o.json("parsed", &self.parsed); // d.set_item("parsed", parsed)
+            if let Some(src) = &self.source {
+                o.json("source", src); // cli.py: ev["source"] = source
+            }
+            o.close();
+            out.push(b'\n');
+            *seq += 1;
+        }
+    }
+}
+
+/// Append the JSONL of `items` framed from `chunk`: the twin of `py/mod.rs`'s `emit`
+/// (prepare, map, then the `dialect_fallback` notice before the first held line).
+pub fn write_items(
+    engine: &Engine,
+    writer: &mut LineWriter,
+    seq: &mut u64,
+    items: &[Item],
+    chunk: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let Some(dialect) = engine.dialect() else {
+        return;
+    };
+    for it in items {
+        let Some(p) = prepare(it.span.bytes(chunk), it.span.total, &engine.budget) else {
+            continue;
+        };
+        let rec = map_line(it.span.position, &p, dialect);
+        if let Some(held) = it.fallback {
+            let head = LineEvents {
+                position: rec.position,
+                dialect: rec.dialect,
+                raw: rec.raw,
+                parsed: rec.parsed,
+                meta: LineMeta::default(),
+                repairs: 0,
+                events: vec![fallback_event(held, dialect)],
+            };
+            writer.line(out, &head, seq);
+        }
+        writer.line(out, &rec, seq);
+    }
+}
+
+/// After [`Engine::finish`]: the JSONL of a UTF-16/UTF-32 stream's event, if there is one
+/// (`emit_stream_error` in `py/mod.rs`).
+pub fn write_stream_error(
+    engine: &mut Engine,
+    writer: &mut LineWriter,
+    seq: &mut u64,
+    out: &mut Vec<u8>,
+) {
+    let Some(err) = engine.take_stream_error() else {
+        return;
+    };
+    let Some(dialect) = engine.dialect() else {
+        return;
+    };
+    let rec = LineEvents {
+        position: 0,
+        dialect: dialect.name(),
+        raw: &err.raw,
+        parsed: None,
+        meta: LineMeta::default(),
+        repairs: 0,
+        events: vec![err.event.clone()],
+    };
+    writer.line(out, &rec, seq);
+}
+
+/// One stream's engine, numbering and writer.
+#[derive(Debug)]
+pub struct Stream {
+    pub engine: Engine,
+    pub seq: u64,
+    writer: LineWriter,
+}
+
+impl Stream {
+    pub fn new(dialect: Option<AnyDialect>, budget: Budget, source: Option<&str>) -> Self {
+        Stream {
+            engine: Engine::new(dialect, budget),
+            seq: 0,
+            writer: LineWriter::new(source),
+        }
+    }
+
+    /// Frame `chunk` and append the JSONL of the lines it completed.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        let items = self.engine.feed(chunk);
+        write_items(
+            &self.engine,
+            &mut self.writer,
+            &mut self.seq,
+            &items,
+            chunk,
+            out,
+        );
+    }
+
+    /// End of stream: the last line's events and a UTF-16/UTF-32 stream's event. Idempotent.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let items = self.engine.finish();
+        write_items(
+            &self.engine,
+            &mut self.writer,
+            &mut self.seq,
+            &items,
+            &[],
+            out,
+        );
+        write_stream_error(&mut self.engine, &mut self.writer, &mut self.seq, out);
+    }
+}
+
+/// A whole stream as JSONL.
+pub fn normalize_jsonl(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) -> Vec<u8> {
+    let mut s = Stream::new(dialect, budget, None);
+    let mut out = Vec::with_capacity(data.len() + data.len() / 2);
+    s.feed(data, &mut out);
+    s.finish(&mut out);
+    out
+}
+
+/// One file as JSONL into `sink`, read [`READ_CHUNK`] bytes at a time (memory bounded by the
+/// chunk and the longest line, not the file). Same bytes as [`normalize_jsonl`] of the file.
+pub fn normalize_file(
+    path: &Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    source: Option<&str>,
+    sink: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut f = std::fs::File::open(path)?;
+    let mut s = Stream::new(dialect, budget, source);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut out = Vec::new();
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        out.clear();
+        s.feed(chunk.get(..n).unwrap_or_default(), &mut out);
+        sink.write_all(&out)?;
+    }
+    out.clear();
+    s.finish(&mut out);
+    sink.write_all(&out)?;
+    sink.flush()
+}
+
+/// Run `f(i)` for `i` in `0..n` on a pool of `jobs` threads (default: the available
+/// parallelism, at most `n`); results in index order.
+pub fn par_map<T: Send>(
+    n: usize,
+    jobs: Option<usize>,
+    f: impl Fn(usize) -> T + Sync + Send,
+) -> Result<Vec<T>, rayon::ThreadPoolBuildError> {
+    use rayon::prelude::*;
+    let default = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = jobs.unwrap_or(default).clamp(1, n.max(1));
+    if threads == 1 {
+        return Ok((0..n).map(f).collect());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    Ok(pool.install(|| (0..n).into_par_iter().map(f).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(x: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, x);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    fn s(x: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, x);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn floats_are_python_repr() {
+        // expected values are Python's repr() (checked in CPython 3.12)
+        let cases = [
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.5e16, "1.5e+16"),
+            (9007199254740993.0, "9007199254740992.0"),
+            (1e-7, "1e-07"),
+            (1e-4, "0.0001"),
+            (1.5e-5, "1.5e-05"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1.0, "1.0"),
+            (123.456, "123.456"),
+            (-2.5, "-2.5"),
+            (1e100, "1e+100"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (f64::NAN, "NaN"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(f(x), want, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_json_dumps() {
+        assert_eq!(s("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(s("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(
+            s("\u{0}\u{1f}\u{7f}é\u{2028}"),
+            "\"\\u0000\\u001f\u{7f}é\u{2028}\""
+        );
+    }
+
+    #[test]
+    fn ints_and_duplicate_keys() {
+        let mut out = Vec::new();
+        write_i128(&mut out, i128::MIN);
+        assert_eq!(out, i128::MIN.to_string().as_bytes());
+        let (v, _) = crate::parse::parse(r#"{"a":1,"b":2,"a":3}"#).unwrap_or((Value::Null, 0));
+        out.clear();
+        write_value(&mut out, &v);
+        assert_eq!(out, br#"{"a":3,"b":2}"#);
+    }
+}
