@@ -46,30 +46,88 @@ const ESC: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any of the 8 bytes of `w` needs an escape (< 0x20, `"` or `\\`): SWAR zero-byte
+/// tests, exact for the `"`/`\\` comparisons and for `< 0x20` (no byte is >= 0x80 there
+/// unless it is also flagged by `!w`, which masks it out).
+#[inline]
+fn needs_escape(w: u64) -> bool {
+    let lt = w.wrapping_sub(LO * 0x20) & !w;
+    let q = w ^ (LO * u64::from(b'"'));
+    let bs = w ^ (LO * u64::from(b'\\'));
+    let zq = q.wrapping_sub(LO) & !q;
+    let zb = bs.wrapping_sub(LO) & !bs;
+    (lt | zq | zb) & HI != 0
+}
+
+/// Input bytes escaped per step of [`write_str`] (the output slot is 6 times this).
+const ESC_BLOCK: usize = 2048;
+
 /// A JSON string as `json.dumps(s, ensure_ascii=False)` writes it.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    let b = s.as_bytes();
-    out.reserve(b.len() + 2);
     out.push(b'"');
-    let mut run = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let e = ESC.get(usize::from(c)).copied().unwrap_or(0);
-        if e == 0 {
-            continue;
-        }
-        out.extend_from_slice(b.get(run..i).unwrap_or_default());
-        if e == b'u' {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'));
-            out.push(HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'));
-        } else {
-            out.push(b'\\');
-            out.push(e);
-        }
-        run = i + 1;
+    for block in s.as_bytes().chunks(ESC_BLOCK) {
+        // room for the worst case (every byte `\u00XX`), trimmed after
+        let start = out.len();
+        out.resize(start + 6 * block.len(), 0);
+        let n = out
+            .get_mut(start..)
+            .map_or(0, |dst| escape_into(block, dst));
+        out.truncate(start + n);
     }
-    out.extend_from_slice(b.get(run..).unwrap_or_default());
     out.push(b'"');
+}
+
+/// Escape `src` into `dst` (at least `6 * src.len()` long); returns the bytes written.
+#[inline]
+fn escape_into(src: &[u8], dst: &mut [u8]) -> usize {
+    let (mut i, mut j) = (0, 0);
+    while i < src.len() {
+        // 8 clean bytes at a time
+        if let (Some(w), Some(d)) = (src.get(i..i + 8), dst.get_mut(j..j + 8)) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            if !needs_escape(u64::from_le_bytes(word)) {
+                d.copy_from_slice(w);
+                i += 8;
+                j += 8;
+                continue;
+            }
+        }
+        let end = (i + 8).min(src.len());
+        while i < end {
+            let c = src.get(i).copied().unwrap_or(0);
+            let e = ESC.get(usize::from(c)).copied().unwrap_or(0);
+            if e == 0 {
+                if let Some(d) = dst.get_mut(j) {
+                    *d = c;
+                }
+                j += 1;
+            } else if e == b'u' {
+                let hex = [
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
+                    HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
+                ];
+                if let Some(d) = dst.get_mut(j..j + 6) {
+                    d.copy_from_slice(&hex);
+                }
+                j += 6;
+            } else {
+                if let Some(d) = dst.get_mut(j..j + 2) {
+                    d.copy_from_slice(&[b'\\', e]);
+                }
+                j += 2;
+            }
+            i += 1;
+        }
+    }
+    j.min(dst.len())
 }
 
 /// An unsigned integer in decimal.
@@ -183,6 +241,73 @@ fn has_duplicate_keys(pairs: &[(std::borrow::Cow<'_, str>, Value<'_>)]) -> bool 
 /// A parsed value as `json.dumps` writes the Python object `convert.rs` builds from it
 /// (`convert::plain_value`): `BigInt` is a Python int (its text is already canonical).
 pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    write_shared(out, v, &mut Shared::default());
+}
+
+/// Parts of a line's `parsed` JSON that its events repeat (`text` borrowed from a string of
+/// the line, `tool.arguments`), so they are escaped once and copied after (the JSONL twin of
+/// `convert.rs`'s `Shared`). Keys: (address, length) of strings, (address, 0) of values.
+#[derive(Debug, Default)]
+struct Shared {
+    wanted: Vec<(usize, usize)>,
+    /// key -> byte range in the `parsed` buffer
+    found: Vec<((usize, usize), (usize, usize))>,
+}
+
+/// Strings shorter than this are escaped again rather than looked up.
+const SHARE_MIN: usize = 64;
+/// At most this many parts are looked up per line (a line can have 100k events; the rest are
+/// escaped again, which gives the same bytes).
+const SHARE_MAX: usize = 8;
+
+impl Shared {
+    fn for_events(events: &[Event<'_>]) -> Self {
+        let mut wanted = Vec::new();
+        for ev in events {
+            if wanted.len() >= SHARE_MAX {
+                break;
+            }
+            if let Some(std::borrow::Cow::Borrowed(t)) = &ev.text {
+                if t.len() >= SHARE_MIN {
+                    wanted.push((t.as_ptr() as usize, t.len()));
+                }
+            }
+            if let Some(args) = ev.tool.as_ref().and_then(|t| t.arguments) {
+                wanted.push((std::ptr::from_ref(args) as usize, 0));
+            }
+        }
+        Shared {
+            wanted,
+            found: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn note(&mut self, key: (usize, usize), start: usize, end: usize) {
+        if self.wanted.contains(&key) && !self.found.iter().any(|(k, _)| *k == key) {
+            self.found.push((key, (start, end)));
+        }
+    }
+
+    fn get<'b>(&self, key: (usize, usize), buf: &'b [u8]) -> Option<&'b [u8]> {
+        let (_, (a, b)) = self.found.iter().find(|(k, _)| *k == key)?;
+        buf.get(*a..*b)
+    }
+}
+
+fn write_shared(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
+    let start = out.len();
+    write_plain(out, v, shared);
+    if !shared.wanted.is_empty() {
+        let end = out.len();
+        shared.note((std::ptr::from_ref(v) as usize, 0), start, end);
+        if let Value::Str(s) = v {
+            shared.note((s.as_ptr() as usize, s.len()), start, end);
+        }
+    }
+}
+
+fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -197,7 +322,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_value(out, item);
+                write_shared(out, item, shared);
             }
             out.push(b']');
         }
@@ -210,7 +335,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
                     }
                     write_str(out, k);
                     out.push(b':');
-                    write_value(out, item);
+                    write_shared(out, item, shared);
                 }
             } else {
                 for (i, (k, item)) in pairs.iter().enumerate() {
@@ -219,7 +344,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
                     }
                     write_str(out, k);
                     out.push(b':');
-                    write_value(out, item);
+                    write_shared(out, item, shared);
                 }
             }
             out.push(b'}');
@@ -285,7 +410,15 @@ impl<'o> Obj<'o> {
 
 /// The fields of one event dict, in `convert.rs` (`event`) order, up to and excluding `raw`.
 /// Each line names its `convert.rs` counterpart; keep the two in step.
-fn write_event(o: &mut Obj<'_>, ev: &Event<'_>, rec: &LineEvents<'_>, seq: u64) {
+/// `pre` is the line's `parsed` JSON and `shared` the parts of it the events repeat.
+fn write_event(
+    o: &mut Obj<'_>,
+    ev: &Event<'_>,
+    rec: &LineEvents<'_>,
+    seq: u64,
+    pre: (&Shared, &[u8]),
+) {
+    let (shared, parsed) = pre;
     o.str("v", V); // d.set_item("v", V)
     o.u64("seq", seq); // d.set_item("seq", seq)
     o.u64("position", rec.position); // d.set_item("position", rec.position)
@@ -296,13 +429,19 @@ fn write_event(o: &mut Obj<'_>, ev: &Event<'_>, rec: &LineEvents<'_>, seq: u64) 
         o.str("role", role); // d.set_item("role", role)
     }
     if let Some(text) = &ev.text {
-        o.str("text", text); // d.set_item("text", text)
+        match shared.get((text.as_ptr() as usize, text.len()), parsed) {
+            Some(json) => o.json("text", json), // d.set_item("text", shared obj)
+            None => o.str("text", text),        // d.set_item("text", text)
+        }
     }
     if let Some(tool) = &ev.tool {
         let mut t = Obj::open(o.key("tool")); // d.set_item("tool", t)
         t.str("name", &tool.name); // t.set_item("name", tool.name)
         if let Some(args) = tool.arguments {
-            t.value("arguments", args); // t.set_item("arguments", value(args))
+            match shared.get((std::ptr::from_ref(args) as usize, 0), parsed) {
+                Some(json) => t.json("arguments", json), // t.set_item("arguments", obj)
+                None => t.value("arguments", args),      // t.set_item("arguments", value(args))
+            }
         }
         if let Some(id) = tool.id {
             t.str("id", id); // t.set_item("id", id)
@@ -399,13 +538,14 @@ impl LineWriter {
         self.raw.clear();
         write_str(&mut self.raw, rec.raw);
         self.parsed.clear();
+        let mut shared = Shared::for_events(&rec.events);
         match rec.parsed {
-            Some(v) => write_value(&mut self.parsed, v),
+            Some(v) => write_shared(&mut self.parsed, v, &mut shared),
             None => self.parsed.extend_from_slice(b"null"),
         }
         for ev in &rec.events {
             let mut o = Obj::open(out);
-            write_event(&mut o, ev, rec, *seq);
+            write_event(&mut o, ev, rec, *seq, (&shared, &self.parsed));
             o.json("raw", &self.raw); // d.set_item("raw", raw)
             o.json("parsed", &self.parsed); // d.set_item("parsed", parsed)
             if let Some(src) = &self.source {
@@ -523,10 +663,17 @@ impl Stream {
     }
 }
 
+/// A first guess of the JSONL size for `n` input bytes: every event repeats its line as
+/// `raw` (escaped) and `parsed`, about 3.5 times the input on real streams. Growing the buffer
+/// instead costs copies and page faults; unused capacity is never touched.
+pub fn out_capacity(n: usize) -> usize {
+    n.saturating_mul(7) / 2 + 4096
+}
+
 /// A whole stream as JSONL.
 pub fn normalize_jsonl(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) -> Vec<u8> {
     let mut s = Stream::new(dialect, budget, None);
-    let mut out = Vec::with_capacity(data.len() + data.len() / 2);
+    let mut out = Vec::with_capacity(out_capacity(data.len()));
     s.feed(data, &mut out);
     s.finish(&mut out);
     out
@@ -544,7 +691,7 @@ pub fn normalize_file(
     let mut f = std::fs::File::open(path)?;
     let mut s = Stream::new(dialect, budget, source);
     let mut chunk = vec![0u8; READ_CHUNK];
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(out_capacity(READ_CHUNK));
     loop {
         let n = match f.read(&mut chunk) {
             Ok(0) => break,
@@ -634,6 +781,55 @@ mod tests {
             s("\u{0}\u{1f}\u{7f}é\u{2028}"),
             "\"\\u0000\\u001f\u{7f}é\u{2028}\""
         );
+    }
+
+    #[test]
+    fn fast_escape_equals_the_byte_table() {
+        let naive = |x: &str| {
+            let mut o = String::from("\"");
+            for c in x.chars() {
+                match c {
+                    '"' => o.push_str("\\\""),
+                    '\\' => o.push_str("\\\\"),
+                    '\n' => o.push_str("\\n"),
+                    '\r' => o.push_str("\\r"),
+                    '\t' => o.push_str("\\t"),
+                    '\u{8}' => o.push_str("\\b"),
+                    '\u{c}' => o.push_str("\\f"),
+                    c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => o.push(c),
+                }
+            }
+            o.push('"');
+            o
+        };
+        let alphabet: Vec<char> = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain(['é', '€', '𝄞', '\u{2028}'])
+            .collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..64 {
+            for _ in 0..40 {
+                let x: String = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let k = (seed % 8) as usize;
+                        // mostly plain letters, so runs of clean words occur
+                        if k < 5 {
+                            'a'
+                        } else {
+                            alphabet
+                                .get((seed >> 8) as usize % alphabet.len())
+                                .copied()
+                                .unwrap_or('a')
+                        }
+                    })
+                    .collect();
+                assert_eq!(s(&x), naive(&x), "{x:?}");
+            }
+        }
     }
 
     #[test]

@@ -372,7 +372,7 @@ impl Normalizer {
         let (engine, writer, seq) = (&mut self.engine, &mut self.writer, &mut self.seq);
         let out = py.detach(|| {
             let items = engine.feed(bytes);
-            let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2);
+            let mut out = Vec::with_capacity(jsonl::out_capacity(bytes.len()));
             jsonl::write_items(engine, writer, seq, &items, bytes, &mut out);
             out
         });
