@@ -164,8 +164,9 @@ def test_streams_and_chunkings(data: bytes, budgets: dict, cuts: list[int]) -> N
     out = check(data, "auto", **budgets)
     n = checkfu_fast.Normalizer("auto", **budgets)
     pieces, last = [], 0
-    for c in sorted(c % (len(data) + 1) for c in cuts):
-        pieces.append(n.feed_jsonl(data[last:c]))
+    for k, c in enumerate(sorted(c % (len(data) + 1) for c in cuts)):
+        piece = data[last:c]
+        pieces.append(n.feed_jsonl(memoryview(piece) if k % 2 else bytearray(piece)))
         last = c
     pieces.append(n.feed_jsonl(data[last:]))
     pieces.append(n.finish_jsonl())
