@@ -107,6 +107,15 @@ def test_usage_sums_and_costs_keep_their_types() -> None:
     assert any(type(u.get("costUsd")) is float for u in usage)
 
 
+def test_an_overflowing_usage_sum_is_written_as_json_dumps_does() -> None:
+    data = (
+        b'{"type":"result","subtype":"success","usage":{"input_tokens":1.7e308,'
+        b'"cache_creation_input_tokens":1.7e308,"output_tokens":1e308}}\n'
+    )
+    out = check(data, "claude")
+    assert b'"inputTokens":Infinity,"outputTokens":1e+308' in out
+
+
 def test_strings_escape_exactly_as_json_dumps() -> None:
     s = 'q"b\\s/\n\r\t\b\f\x00\x1f\x7f é € 𝄞 \u2028'
     data = b'{"type":"assistant","message":{"content":' + json.dumps(s).encode() + b"}}\n"

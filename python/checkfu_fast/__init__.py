@@ -51,6 +51,7 @@ __all__ = [
     "normalize",
     "normalize_files",
     "normalize_jsonl",
+    "output_names",
     "reference",
     "validate_journal",
 ]
