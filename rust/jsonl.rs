@@ -710,7 +710,8 @@ pub fn normalize_file(
 }
 
 /// Run `f(i)` for `i` in `0..n` on a pool of `jobs` threads (default: the available
-/// parallelism, at most `n`); results in index order.
+/// parallelism, at most `n`); results in index order. Feature `parallel` (on with `python`).
+#[cfg(feature = "parallel")]
 pub fn par_map<T: Send>(
     n: usize,
     jobs: Option<usize>,
