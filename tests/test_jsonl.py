@@ -248,6 +248,14 @@ def test_normalize_files_out_dir_names(tmp_path: Path) -> None:
         assert Path(dst).read_bytes() == checkfu_fast.normalize_jsonl(src.read_bytes())
 
 
+def test_normalize_files_with_a_mapping_dialect() -> None:
+    d = checkfu_fast.load_dialect(ROOT / "python" / "checkfu_fast" / "mappings" / "north.json")
+    paths = sorted((ROOT / "vectors" / "events").glob("north/*.input.jsonl"))[:4]
+    want = [checkfu_fast.normalize_jsonl(p.read_bytes(), d) for p in paths]
+    assert checkfu_fast.normalize_files(paths, dialect=d, jobs=2) == want
+    assert checkfu_fast.normalize_files(paths, dialect="north", jobs=2) == want
+
+
 def test_normalize_files_errors(tmp_path: Path) -> None:
     good = tmp_path / "g.jsonl"
     good.write_bytes(b"{}\n")
