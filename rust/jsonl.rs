@@ -49,19 +49,6 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any of the 8 bytes of `w` needs an escape (< 0x20, `"` or `\\`): SWAR zero-byte
-/// tests, exact for the `"`/`\\` comparisons and for `< 0x20` (no byte is >= 0x80 there
-/// unless it is also flagged by `!w`, which masks it out).
-#[inline]
-fn needs_escape(w: u64) -> bool {
-    let lt = w.wrapping_sub(LO * 0x20) & !w;
-    let q = w ^ (LO * u64::from(b'"'));
-    let bs = w ^ (LO * u64::from(b'\\'));
-    let zq = q.wrapping_sub(LO) & !q;
-    let zb = bs.wrapping_sub(LO) & !bs;
-    (lt | zq | zb) & HI != 0
-}
-
 /// Input bytes escaped per step of [`write_str`] (the output slot is 6 times this).
 const ESC_BLOCK: usize = 2048;
 
@@ -69,9 +56,10 @@ const ESC_BLOCK: usize = 2048;
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     for block in s.as_bytes().chunks(ESC_BLOCK) {
-        // room for the worst case (every byte `\u00XX`), trimmed after
+        // room for the worst case (every byte `\u00XX`) plus the slack of the 8-byte stores
+        // of `escape_into`, trimmed after
         let start = out.len();
-        out.resize(start + 6 * block.len(), 0);
+        out.resize(start + 6 * block.len() + 8, 0);
         let n = out
             .get_mut(start..)
             .map_or(0, |dst| escape_into(block, dst));
@@ -80,50 +68,88 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Escape `src` into `dst` (at least `6 * src.len()` long); returns the bytes written.
+/// Bit 7 of each byte of `w` that needs an escape (< 0x20, `"` or `\\`), exactly (no
+/// carries cross bytes: every sum stays below 0x100).
+#[inline]
+fn escape_mask(w: u64) -> u64 {
+    const L7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let ctl = !((w & L7).wrapping_add(LO * 0x60) | w) & HI;
+    let q = w ^ (LO * u64::from(b'"'));
+    let quote = !((q & L7).wrapping_add(L7) | q) & HI;
+    let b = w ^ (LO * u64::from(b'\\'));
+    let backslash = !((b & L7).wrapping_add(L7) | b) & HI;
+    ctl | quote | backslash
+}
+
+/// Write the escape of byte `c` (one that needs one) at `dst[*j..]`.
+#[inline]
+fn put_escape(dst: &mut [u8], j: &mut usize, c: u8) {
+    let e = ESC.get(usize::from(c)).copied().unwrap_or(b'u');
+    if e == b'u' {
+        let hex = [
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
+            HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
+        ];
+        if let Some(d) = dst.get_mut(*j..*j + 6) {
+            d.copy_from_slice(&hex);
+        }
+        *j += 6;
+    } else {
+        if let Some(d) = dst.get_mut(*j..*j + 2) {
+            d.copy_from_slice(&[b'\\', e]);
+        }
+        *j += 2;
+    }
+}
+
+/// Escape `src` into `dst` (at least `6 * src.len() + 8` long: every 8-byte store then fits,
+/// since at a word starting at `i` at most `6 * i + 42` bytes are written before its last
+/// store); returns the bytes written.
 ///
-/// Clean 8-byte words are copied whole; inside a word with something to escape each byte is
-/// written without a data-dependent branch (JSON text in `raw` has a `"` or `\\` every ten
-/// bytes or so, where a branch per escape mispredicts): `\\` or the byte, then the escape
-/// letter, advancing by 1 or 2. Only the rare `\u00XX` controls take a branch.
+/// 8 bytes at a time: a clean word is stored whole; in a word with escapes (JSON text in `raw`
+/// has a `"` or `\\` every ten bytes or so) the exact mask of [`escape_mask`] gives their
+/// places, and each clean run before one is stored as one 8-byte write (the bytes past the
+/// run are overwritten next), so the cost is per escape, not per byte. The last < 8 bytes go
+/// byte by byte.
 #[inline]
 fn escape_into(src: &[u8], dst: &mut [u8]) -> usize {
     let (mut i, mut j) = (0, 0);
-    while i < src.len() {
-        if let (Some(w), Some(d)) = (src.get(i..i + 8), dst.get_mut(j..j + 8)) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                d.copy_from_slice(w);
-                i += 8;
-                j += 8;
-                continue;
+    while let Some(w) = src.get(i..i + 8) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        let word = u64::from_le_bytes(bytes);
+        let mut m = escape_mask(word);
+        let mut pos = 0usize;
+        while m != 0 {
+            let k = (m.trailing_zeros() / 8) as usize;
+            if let Some(d) = dst.get_mut(j..j + 8) {
+                d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
             }
+            j += k - pos;
+            put_escape(dst, &mut j, bytes.get(k).copied().unwrap_or(0));
+            pos = k + 1;
+            m &= m - 1;
         }
-        let end = (i + 8).min(src.len());
-        while i < end {
-            let c = src.get(i).copied().unwrap_or(0);
-            let e = ESC.get(usize::from(c)).copied().unwrap_or(0);
-            if e == b'u' {
-                let hex = [
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
-                    HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
-                ];
-                if let Some(d) = dst.get_mut(j..j + 6) {
-                    d.copy_from_slice(&hex);
-                }
-                j += 6;
-            } else if let Some([first, second]) = dst.get_mut(j..j + 2) {
-                let esc = usize::from(e != 0);
-                *first = if esc == 1 { b'\\' } else { c };
-                *second = e;
-                j += 1 + esc;
+        if pos < 8 {
+            if let Some(d) = dst.get_mut(j..j + 8) {
+                d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
             }
-            i += 1;
+            j += 8 - pos;
+        }
+        i += 8;
+    }
+    for &c in src.get(i..).unwrap_or_default() {
+        if ESC.get(usize::from(c)).copied().unwrap_or(0) == 0 {
+            if let Some(d) = dst.get_mut(j) {
+                *d = c;
+            }
+            j += 1;
+        } else {
+            put_escape(dst, &mut j, c);
         }
     }
     j.min(dst.len())
@@ -803,6 +829,18 @@ mod tests {
             o.push('"');
             o
         };
+        // the worst cases of the 8-byte stores: runs of controls (6 bytes out each) before
+        // a clean byte, at every offset
+        for n in 0..40 {
+            for tail in ["", "a", "ab", "\"", "é"] {
+                let x = "\u{1}".repeat(n) + tail;
+                assert_eq!(s(&x), naive(&x), "{x:?}");
+                let y = "a".repeat(n % 9) + &x;
+                assert_eq!(s(&y), naive(&y), "{y:?}");
+            }
+        }
+        let big = "\u{1}".repeat(3 * ESC_BLOCK + 7) + "xyz\"";
+        assert_eq!(s(&big), naive(&big));
         let alphabet: Vec<char> = (0u32..0x80)
             .filter_map(char::from_u32)
             .chain(['é', '€', '𝄞', '\u{2028}'])
