@@ -301,7 +301,12 @@ fn normalize_files<'py>(
                 }
             }
             None => {
-                let mut sink = Vec::new();
+                // sized once from the file's length: growing a buffer by doubling remaps it,
+                // and remapping takes the process-wide memory lock every other thread's page
+                // faults wait on
+                let size = std::fs::metadata(path).map_or(0, |m| m.len());
+                let mut sink =
+                    Vec::with_capacity(jsonl::out_capacity(usize::try_from(size).unwrap_or(0)));
                 match jsonl::normalize_file(path, dialect.clone(), budget, source, &mut sink) {
                     Ok(()) => FileResult::Bytes(sink),
                     Err(e) => failed(e),
