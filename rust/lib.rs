@@ -3,7 +3,8 @@
 //! The pipeline, one module per concern: [`framing`] (bytes -> lines) -> [`budget`] (lexical
 //! depth/node scan) -> [`parse`] (strict JSON into a borrowed [`value::Value`]) -> [`dialect`]
 //! (one file per CLI under [`dialects`], chosen by [`sniff`] for `auto`) -> [`event`]. The
-//! [`normalize`] module wires them per line and per stream. No global state; no Python here
+//! [`normalize`] module wires them per line and per stream; [`jsonl`] writes the events as JSONL
+//! without Python objects. No global state; no Python here
 //! except in `py` (feature `python`), which only translates.
 
 pub mod budget;
@@ -12,6 +13,7 @@ pub mod dialects;
 pub mod event;
 pub mod framing;
 pub mod journal;
+pub mod jsonl;
 pub mod mapping;
 pub mod normalize;
 pub mod parse;

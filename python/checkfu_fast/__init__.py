@@ -7,7 +7,10 @@ cannot be imported the package falls back to the reference and says so in ``IMPL
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from . import reference
@@ -51,6 +54,9 @@ __all__ = [
     "audit_files",
     "load_dialect",
     "normalize",
+    "normalize_files",
+    "normalize_jsonl",
+    "output_names",
     "reference",
     "usage_totals",
     "validate_journal",
@@ -94,10 +100,135 @@ def normalize(
     return _native.normalize(raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes)
 
 
+def normalize_jsonl(
+    data: bytes | str,
+    dialect: str | MappedDialect = "auto",
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> bytes:
+    """The events of :func:`normalize` as JSONL bytes, written by the Rust core (no Python
+    objects, GIL released).
+
+    One LF-terminated line per event, exactly ``json.dumps(event, ensure_ascii=False,
+    separators=(",", ":"))`` encoded as UTF-8: same keys in the same order, Python's float text
+    (``1e+16``, ``-0.0``), integers of any size. ``json.loads`` of each line gives the event
+    ``normalize()`` gives; :func:`checkfu_fast.reference.normalize_jsonl` gives the same bytes.
+    """
+    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    raw = _as_bytes(data)
+    if _native is None:  # pragma: no cover
+        return reference.normalize_jsonl(
+            raw, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+        )
+    return _native.normalize_jsonl(
+        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes
+    )
+
+
+def output_names(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The file names :func:`normalize_files` writes in ``out_dir``, one per input, in order:
+    ``<input file name>.events.jsonl``; an input whose name is already taken (same file name in
+    another directory) gets ``<input file name>~2.events.jsonl``, then ``~3``, ..."""
+    taken: set[str] = set()
+    out = []
+    for p in paths:
+        base = Path(p).name or "stdin"
+        name, k = f"{base}.events.jsonl", 1
+        while name in taken:
+            k += 1
+            name = f"{base}~{k}.events.jsonl"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _file_error(path: str, err: tuple[int | None, str]) -> OSError:
+    errno, message = err
+    if errno is None:
+        return OSError(message)
+    return OSError(errno, os.strerror(errno), path)
+
+
+def normalize_files(
+    paths: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    dialect: str | MappedDialect = "auto",
+    format: str = "jsonl",
+    jobs: int | None = None,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> list[bytes] | list[str]:
+    """Normalize many files in parallel in the Rust core (rayon, ``jobs`` threads, default the
+    CPU count; the GIL is released throughout). Each file is its own stream (``seq`` from 0);
+    its output is byte for byte :func:`normalize_jsonl` of its contents.
+
+    Without ``out_dir``: the JSONL bytes of each file, in input order. With ``out_dir``: each
+    file's JSONL is streamed to ``<out_dir>/<name>`` (:func:`output_names`: ``<input file
+    name>.events.jsonl``, ``~2``, ``~3``... for repeated names) and the list of the paths written
+    is returned. Files are read in 1 MiB chunks; one file is processed by one thread (a large
+    file is not split). Raises the ``OSError`` of the first file that could not be read or
+    written, after all files were processed.
+    """
+    if format != "jsonl":
+        raise InvalidOption(f"format must be 'jsonl', got {format!r}")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
+    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    inputs = [os.fspath(p) for p in paths]
+    outputs = None
+    if out_dir is not None:
+        outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs)]
+    budgets = (max_line_bytes, max_depth, max_nodes)
+    results = _files(inputs, outputs, dialect, budgets, jobs, tag_source=False)
+    for p, r in zip(inputs, results, strict=True):
+        if isinstance(r, tuple):
+            raise _file_error(p, r)
+    return outputs if outputs is not None else results
+
+
+def _files(
+    inputs: list[str],
+    outputs: list[str] | None,
+    dialect: str | MappedDialect,
+    budgets: tuple[int, int, int],
+    jobs: int | None,
+    *,
+    tag_source: bool,
+) -> list[Any]:
+    """:func:`normalize_files` without the checks: per input its bytes, None (written to its
+    output) or ``(errno, message)``; ``tag_source`` adds the CLI's ``"source"`` field."""
+    if _native is not None:
+        return _native.normalize_files(
+            inputs, outputs, _native_dialect(dialect), *budgets, jobs, tag_source
+        )
+    results: list[Any] = []  # pragma: no cover - only without the native core
+    for i, p in enumerate(inputs):  # pragma: no cover
+        try:
+            n = Normalizer(dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
+                           max_nodes=budgets[2], source=p if tag_source else None)  # fmt: skip
+            data = n.feed_jsonl(Path(p).read_bytes()) + n.finish_jsonl()
+            if outputs is None:
+                results.append(data)
+            else:
+                Path(outputs[i]).write_bytes(data)
+                results.append(None)
+        except OSError as exc:
+            results.append((exc.errno, str(exc)))
+    return results
+
+
 class Normalizer:
     """Incremental normalizer: ``feed(chunk)`` as bytes arrive, then ``finish()``.
 
-    Any chunking of the same bytes gives the same events (a chunk may end anywhere). Safe to
+    Any chunking of the same bytes gives the same events (a chunk may end anywhere).
+    ``feed_jsonl``/``finish_jsonl`` give the same events as JSONL bytes written by the core
+    (see :func:`normalize_jsonl`); the two styles may be mixed, ``seq`` continues across them.
+    ``source``, when given, is added as a last ``"source"`` field to every JSONL line (the CLI's
+    field when it reads several inputs); the dicts of ``feed``/``finish`` do not carry it. Safe to
     share between threads: concurrent calls are serialized (each chunk is framed whole, in the
     order the calls got the lock). If memory runs out, ``MemoryError`` is raised (never an abort)
     and later calls raise ``ValueError``: the stream state is lost.
@@ -110,16 +241,40 @@ class Normalizer:
         max_line_bytes: int = 64 << 20,
         max_depth: int = 64,
         max_nodes: int = 1_000_000,
+        source: str | None = None,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        if source is not None and not isinstance(source, str):
+            raise TypeError("source must be a str or None")
+        self._source = source
         if _native is None:  # pragma: no cover
             self._inner: Any = reference.Normalizer(
                 dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
             )
         else:
             self._inner = _native.Normalizer(
-                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes
+                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, source
             )
+
+    def feed_jsonl(self, chunk: bytes) -> bytes:
+        """:meth:`feed`, the events as JSONL bytes (written by the core, GIL released)."""
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
+        if _native is None:  # pragma: no cover
+            return reference.dumps_jsonl(self._tagged(self._inner.feed(bytes(chunk))))
+        return self._inner.feed_jsonl(chunk if isinstance(chunk, bytes) else bytes(chunk))
+
+    def finish_jsonl(self) -> bytes:
+        """:meth:`finish`, the events as JSONL bytes. Idempotent."""
+        if _native is None:  # pragma: no cover
+            return reference.dumps_jsonl(self._tagged(self._inner.finish()))
+        return self._inner.finish_jsonl()
+
+    def _tagged(self, events: list[Event]) -> list[Event]:  # pragma: no cover - fallback only
+        if self._source is not None:
+            for ev in events:
+                ev["source"] = self._source
+        return events
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Frame and normalize ``chunk``; returns the events of the lines it completed."""

@@ -1,7 +1,8 @@
 """The command line: ``checkfu-fast COMMAND ...`` or ``python -m checkfu_fast COMMAND ...``.
 
 Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples):
-  normalize [--dialect D] [--reference] [--summary] FILE...   events as JSONL on stdout
+  normalize [--dialect D] [--jobs N] [--reference] [--summary] FILE...
+                                                               events as JSONL on stdout
   golden [--reference] [DIR]                                   replay golden files, diff precisely
   journal [--reference] FILE...                                validate runner journal records
   dialects                                                     list the dialect names
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -40,16 +42,11 @@ from . import (
 
 CHUNK = 1 << 20
 
-try:
-    import orjson
 
-    def _dumps(ev: dict[str, Any]) -> bytes:
-        return orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE)
-
-except ImportError:  # pragma: no cover - orjson is optional
-
-    def _dumps(ev: dict[str, Any]) -> bytes:
-        return (json.dumps(ev, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
+def _dumps(ev: dict[str, Any]) -> bytes:
+    """One JSONL line, the bytes ``normalize_jsonl`` writes (stdlib json: the output does not
+    depend on which optional packages are installed)."""
+    return reference.dumps_jsonl([ev])
 
 
 def _complain(message: str) -> int:
@@ -63,44 +60,100 @@ def _unreadable(name: str, exc: OSError) -> int:
 
 
 def _stream(
-    src: BinaryIO, out: BinaryIO, args: argparse.Namespace, source: str | None, counts: Counter[str]
+    fd: int, out: BinaryIO, args: argparse.Namespace, source: str | None, counts: Counter[str]
 ) -> None:
-    factory = reference.Normalizer if args.reference else Normalizer
-    n = factory(
-        args.dialect,
-        max_line_bytes=args.max_line_bytes,
-        max_depth=args.max_depth,
-        max_nodes=args.max_nodes,
-    )
+    """Normalize what can be read from ``fd`` as it arrives: each read returns what is
+    available (a pipe gives its lines as they are written) and its events are written and
+    flushed at once. Without ``--reference``/``--summary`` the JSONL is written by the core."""
+    budgets = {
+        "max_line_bytes": args.max_line_bytes,
+        "max_depth": args.max_depth,
+        "max_nodes": args.max_nodes,
+    }
+    if args.reference or args.summary:
+        n: Any = (reference.Normalizer if args.reference else Normalizer)(args.dialect, **budgets)
 
-    def write(events: list[dict[str, Any]]) -> None:
-        for ev in events:
-            counts[f"{ev['kind']}/{ev['subtype']}"] += 1
-            if source is not None:
-                ev["source"] = source
-            out.write(_dumps(ev))
+        def feed(chunk: bytes | None) -> bytes:
+            events = n.feed(chunk) if chunk is not None else n.finish()
+            for ev in events:
+                counts[f"{ev['kind']}/{ev['subtype']}"] += 1
+                if source is not None:
+                    ev["source"] = source
+            return reference.dumps_jsonl(events)
 
-    while chunk := src.read(CHUNK):
-        write(n.feed(chunk))
-    write(n.finish())
+    else:
+        native = Normalizer(args.dialect, **budgets, source=source)
+
+        def feed(chunk: bytes | None) -> bytes:
+            return native.feed_jsonl(chunk) if chunk is not None else native.finish_jsonl()
+
+    while chunk := os.read(fd, CHUNK):
+        if data := feed(chunk):
+            out.write(data)
+            out.flush()
+    out.write(feed(None))
+    out.flush()
+
+
+def _parallel(args: argparse.Namespace, out: BinaryIO, many: bool) -> int:
+    """``--jobs N``: files normalized N at a time in parallel by the core, written in order
+    (the same bytes as one at a time)."""
+    from . import _files
+
+    status = 0
+    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
+    for i in range(0, len(args.files), args.jobs):
+        batch = args.files[i : i + args.jobs]
+        results = _files(batch, None, args.dialect, budgets, args.jobs, tag_source=many)
+        for name, r in zip(batch, results, strict=True):
+            if isinstance(r, tuple):
+                errno, message = r
+                text = os.strerror(errno) if errno is not None else message
+                print(f"checkfu-fast: {name}: {text}", file=sys.stderr)
+                status = 1
+            else:
+                out.write(r)
+                out.flush()
+    return status
+
+
+def _quiet_stdout() -> None:
+    """After EPIPE: point stdout at /dev/null so the interpreter's final flush is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:  # pragma: no cover
+        pass
 
 
 def _normalize(args: argparse.Namespace) -> int:
     reference.check_options(args.dialect, args.max_line_bytes, args.max_depth, args.max_nodes)
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     out = sys.stdout.buffer
     counts: Counter[str] = Counter()
     status = 0
     many = len(args.files) > 1
-    for name in args.files:
-        try:
-            if name == "-":
-                _stream(sys.stdin.buffer, out, args, "-" if many else None, counts)
-            else:
-                with open(name, "rb") as f:
-                    _stream(f, out, args, name if many else None, counts)
-        except OSError as exc:
-            status = _unreadable(name, exc)
-    out.flush()
+    try:
+        if args.jobs > 1 and not (args.reference or args.summary or "-" in args.files):
+            status = _parallel(args, out, many)
+        else:
+            for name in args.files:
+                try:
+                    if name == "-":
+                        _stream(sys.stdin.buffer.fileno(), out, args, "-" if many else None, counts)
+                    else:
+                        with open(name, "rb") as f:
+                            _stream(f.fileno(), out, args, name if many else None, counts)
+                except BrokenPipeError:
+                    raise
+                except OSError as exc:
+                    status = _unreadable(name, exc)
+        out.flush()
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): stop quietly, as a filter does
+        _quiet_stdout()
+        return 0
     if args.summary:
         total = sum(counts.values())
         print(f"{total} events from {len(args.files)} file(s)", file=sys.stderr)
@@ -400,6 +453,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dialect(n)
     n.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     n.add_argument("--summary", action="store_true", help="print event counts to stderr")
+    n.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="normalize N files at a time in parallel (same output; default 1)",
+    )
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)
     n.add_argument("--max-depth", type=int, default=64)
     n.add_argument("--max-nodes", type=int, default=1_000_000)
@@ -478,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: quietly, with the shell's code for SIGINT
         return 130
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        _quiet_stdout()
         return 0
 
 

@@ -7,13 +7,14 @@ mod journal;
 use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::budget::{Budget, OutOfMemory, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
 use crate::event::LineMeta;
+use crate::jsonl;
 use crate::mapping::Mapping;
 use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents};
 
@@ -233,6 +234,114 @@ fn normalize<'py>(
     Ok(out)
 }
 
+/// Normalize a whole stream to JSONL bytes, without Python objects and with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+fn normalize_jsonl<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    dialect: &Bound<'py, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let dialect = dialect_arg(dialect)?;
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let bytes: &[u8] = &data;
+    let out = py.detach(|| jsonl::normalize_jsonl(bytes, dialect, budget)).map_err(oom)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// What one file of `normalize_files` became.
+enum FileResult {
+    Bytes(Vec<u8>),
+    Written,
+    Failed(Option<i32>, String),
+}
+
+/// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout. Each item
+/// of the result is the file's bytes (`outputs` is None), None (written to its output path),
+/// or `(errno, message)` when reading or writing failed. With `tag_source` every line ends
+/// with `"source": <input path as given>` (the CLI's field for several inputs).
+#[pyfunction]
+#[pyo3(signature = (inputs, outputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, tag_source))]
+#[allow(clippy::too_many_arguments)]
+fn normalize_files<'py>(
+    py: Python<'py>,
+    inputs: Vec<String>,
+    outputs: Option<Vec<String>>,
+    dialect: &Bound<'py, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    jobs: Option<usize>,
+    tag_source: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let dialect = dialect_arg(dialect)?;
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    if let Some(o) = &outputs {
+        if o.len() != inputs.len() {
+            return Err(PyValueError::new_err(
+                "outputs must match inputs one for one",
+            ));
+        }
+    }
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    let run = |i: usize| -> FileResult {
+        let Some(input) = inputs.get(i) else {
+            return FileResult::Failed(None, "no such input".into());
+        };
+        let path = std::path::Path::new(input);
+        let source = tag_source.then_some(input.as_str());
+        let failed = |e: std::io::Error| FileResult::Failed(e.raw_os_error(), e.to_string());
+        match outputs.as_ref().and_then(|o| o.get(i)) {
+            Some(dest) => {
+                let file = match std::fs::File::create(dest) {
+                    Ok(f) => f,
+                    Err(e) => return failed(e),
+                };
+                let mut sink = std::io::BufWriter::with_capacity(jsonl::READ_CHUNK, file);
+                match jsonl::normalize_file(path, dialect.clone(), budget, source, &mut sink) {
+                    Ok(()) => FileResult::Written,
+                    Err(e) => failed(e),
+                }
+            }
+            None => {
+                // sized once from the file's length: growing a buffer by doubling remaps it,
+                // and remapping takes the process-wide memory lock every other thread's page
+                // faults wait on
+                let size = std::fs::metadata(path).map_or(0, |m| m.len());
+                let mut sink =
+                    Vec::with_capacity(jsonl::out_capacity(usize::try_from(size).unwrap_or(0)));
+                match jsonl::normalize_file(path, dialect.clone(), budget, source, &mut sink) {
+                    Ok(()) => FileResult::Bytes(sink),
+                    Err(e) => failed(e),
+                }
+            }
+        }
+    };
+    let results = py
+        .detach(|| jsonl::par_map(inputs.len(), jobs, run))
+        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let out = PyList::empty(py);
+    for r in results {
+        match r {
+            FileResult::Bytes(b) => out.append(PyBytes::new(py, &b))?,
+            FileResult::Written => out.append(py.None())?,
+            FileResult::Failed(errno, msg) => out.append(PyTuple::new(
+                py,
+                [
+                    errno.into_pyobject(py)?.into_any(),
+                    msg.into_pyobject(py)?.into_any(),
+                ],
+            )?)?,
+        }
+    }
+    Ok(out)
+}
+
 /// Incremental normalizer: `feed(chunk)` then `finish()`.
 ///
 /// Safe to share between threads: calls are serialized by a lock (waited for with the GIL
@@ -248,6 +357,8 @@ struct State {
     engine: Engine,
     seq: u64,
     failed: bool,
+    /// For `feed_jsonl`/`finish_jsonl` (which number events with the same `seq`).
+    writer: jsonl::LineWriter,
 }
 
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
@@ -268,12 +379,13 @@ impl Normalizer {
 #[pymethods]
 impl Normalizer {
     #[new]
-    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None))]
     fn new(
         dialect: &Bound<'_, PyAny>,
         max_line_bytes: i64,
         max_depth: i64,
         max_nodes: i64,
+        source: Option<&str>,
     ) -> PyResult<Self> {
         Ok(Normalizer {
             state: Mutex::new(State {
@@ -283,8 +395,57 @@ impl Normalizer {
                 ),
                 seq: 0,
                 failed: false,
+                writer: jsonl::LineWriter::new(source),
             }),
         })
+    }
+
+    /// `feed`, but the events as JSONL bytes written by the core (GIL released).
+    fn feed_jsonl<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyBytes>> {
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
+        if state.engine.is_finished() {
+            return Err(PyValueError::new_err("feed() after finish()"));
+        }
+        let bytes: &[u8] = &chunk;
+        let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
+        let out = py.detach(|| {
+            let items = engine.feed(bytes)?;
+            let mut out = Vec::new();
+            OutOfMemory::reserve(&mut out, jsonl::out_capacity(bytes.len()))?;
+            jsonl::write_items(engine, writer, seq, &items, bytes, &mut out)?;
+            Ok(out)
+        });
+        let out = out.map_err(|e| {
+            state.failed = true;
+            oom(e)
+        })?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// `finish`, but as JSONL bytes.
+    fn finish_jsonl<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
+        let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
+        let out = py.detach(|| {
+            let items = engine.finish()?;
+            let mut out = Vec::new();
+            jsonl::write_items(engine, writer, seq, &items, &[], &mut out)?;
+            jsonl::write_stream_error(engine, writer, seq, &mut out);
+            Ok(out)
+        });
+        let out = out.map_err(|e| {
+            state.failed = true;
+            oom(e)
+        })?;
+        Ok(PyBytes::new(py, &out))
     }
 
     fn feed<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
@@ -353,6 +514,8 @@ fn parse_retry(message: &str) -> (Option<String>, Option<u64>) {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_class::<Normalizer>()?;

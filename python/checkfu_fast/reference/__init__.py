@@ -7,6 +7,7 @@ imports the native module.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -24,8 +25,10 @@ __all__ = [
     "MappedDialect",
     "Normalizer",
     "check_options",
+    "dumps_jsonl",
     "load_dialect",
     "normalize",
+    "normalize_jsonl",
     "validate_journal",
 ]
 
@@ -383,3 +386,28 @@ def normalize(
         data = data.encode("utf-8", "surrogatepass")
     n = Normalizer(dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes)
     return n.feed(data) + n.finish()
+
+
+def dumps_jsonl(events: Iterable[Event]) -> bytes:
+    """Events as JSONL: ``json.dumps`` with compact separators and ``ensure_ascii=False``, UTF-8,
+    one LF-terminated line per event. ``checkfu_fast.normalize_jsonl`` writes these bytes."""
+    return b"".join(
+        json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        for ev in events
+    )
+
+
+def normalize_jsonl(
+    data: bytes | str,
+    dialect: str | MappedDialect = "auto",
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> bytes:
+    """:func:`normalize` as JSONL bytes (:func:`dumps_jsonl` of the events)."""
+    return dumps_jsonl(
+        normalize(
+            data, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+        )
+    )

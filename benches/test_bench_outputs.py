@@ -1,0 +1,145 @@
+"""Output paths side by side: dicts, JSONL from the core, today's CLI method, the orjson floor.
+
+One pytest-benchmark group per corpus (``outputs-claude``, ``outputs-mixed``), so every path
+runs on the same bytes in the same process::
+
+    python3 -m pytest benches/test_bench_outputs.py -q -p no:randomly --benchmark-enable \\
+        --benchmark-group-by=group --benchmark-json=out.json
+    python3 benches/outputs_report.py out.json       # ratios table + memory per input MB
+
+Paths (``MB`` is the input size; the ``files_*`` paths process two copies of the corpus, so
+their ``MB`` is twice the corpus):
+
+* ``normalize_dicts``: ``checkfu_fast.normalize`` (event dicts);
+* ``normalize_jsonl``: ``checkfu_fast.normalize_jsonl`` (JSONL bytes, no Python objects);
+* ``normalize_orjson_dumps``: ``normalize`` + ``orjson.dumps`` per event (the CLI's method
+  before ``normalize_jsonl``);
+* ``split_orjson_loads``: ``data.split(b"\\n")`` + ``orjson.loads`` per non-blank line, the
+  floor a Python program pays just to read the lines (no events at all);
+* ``normalizer_64k`` / ``normalizer_jsonl_64k``: ``Normalizer.feed`` / ``feed_jsonl`` in
+  64 KiB chunks;
+* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads.
+
+Each benchmark checks once, untimed, that its output agrees with ``normalize`` on the corpus.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import checkfu_fast
+from checkfu_fast.golden import strict_key
+from corpus import make_corpus, make_mixed
+
+CORPORA = ("claude", "mixed")
+BENCH_BYTES = 8 << 20
+SMOKE_BYTES = 1 << 20
+CHUNK = 64 << 10
+ROUNDS = 5
+
+_current: dict[str, Any] = {}
+
+
+def _corpus(name: str, size: int, tmp: Path) -> dict[str, Any]:
+    key = (name, size)
+    if _current.get("key") != key:
+        _current.clear()
+        gc.collect()
+        data = make_mixed(size) if name == "mixed" else make_corpus(name, size)
+        files = [tmp / f"{name}-{i}.jsonl" for i in range(2)]
+        for f in files:
+            f.write_bytes(data)
+        _current.update(key=key, data=data, files=files, jsonl=checkfu_fast.normalize_jsonl(data))
+    return _current
+
+
+def _split_loads(data: bytes) -> list[Any]:
+    return [orjson.loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+def _orjson_dumps(data: bytes) -> bytes:
+    opt = orjson.OPT_APPEND_NEWLINE
+    return b"".join([orjson.dumps(ev, option=opt) for ev in checkfu_fast.normalize(data)])
+
+
+def _chunked(data: bytes) -> list[dict[str, Any]]:
+    n = checkfu_fast.Normalizer()
+    out: list[dict[str, Any]] = []
+    mv = memoryview(data)
+    for i in range(0, len(data), CHUNK):
+        out += n.feed(mv[i : i + CHUNK])
+    return out + n.finish()
+
+
+def _chunked_jsonl(data: bytes) -> bytes:
+    n = checkfu_fast.Normalizer()
+    mv = memoryview(data)
+    out = [n.feed_jsonl(mv[i : i + CHUNK]) for i in range(0, len(data), CHUNK)]
+    out.append(n.finish_jsonl())
+    return b"".join(out)
+
+
+PATHS = (
+    "normalize_dicts",
+    "normalize_jsonl",
+    "normalize_orjson_dumps",
+    "split_orjson_loads",
+    "normalizer_64k",
+    "normalizer_jsonl_64k",
+    "files_jobs1",
+    "files_jobs2",
+)
+
+
+def _decoded(jsonl: bytes) -> Any:
+    return strict_key([json.loads(line) for line in jsonl.split(b"\n")[:-1]])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) -> None:
+    assert checkfu_fast.IMPLEMENTATION == "native"
+    size = SMOKE_BYTES if benchmark.disabled else BENCH_BYTES
+    c = _corpus(corpus, size, tmp_path_factory.getbasetemp())
+    data, files, jsonl = c["data"], c["files"], c["jsonl"]
+    mb = len(data) / 1e6
+    if path == "normalize_dicts":
+        fn, args = checkfu_fast.normalize, (data,)
+        agrees = _decoded(jsonl) == strict_key(fn(data))
+    elif path == "normalize_jsonl":
+        fn, args = checkfu_fast.normalize_jsonl, (data,)
+        agrees = fn(data) == jsonl
+    elif path == "normalize_orjson_dumps":
+        fn, args = _orjson_dumps, (data,)
+        agrees = [orjson.loads(x) for x in fn(data).split(b"\n")[:-1]] == checkfu_fast.normalize(
+            data
+        )
+    elif path == "split_orjson_loads":
+        fn, args = _split_loads, (data,)
+        agrees = True  # a floor, not an equivalent
+    elif path == "normalizer_64k":
+        fn, args = _chunked, (data,)
+        agrees = _decoded(jsonl) == strict_key(fn(data))
+    elif path == "normalizer_jsonl_64k":
+        fn, args = _chunked_jsonl, (data,)
+        agrees = fn(data) == jsonl
+    else:
+        jobs = 1 if path == "files_jobs1" else 2
+        fn, args = checkfu_fast.normalize_files, (files,)
+        mb *= 2
+
+        def fn(paths: list[Path], jobs: int = jobs) -> list[bytes]:
+            return checkfu_fast.normalize_files(paths, jobs=jobs)
+
+        agrees = fn(files) == [jsonl, jsonl]
+    gc.collect()
+    benchmark.group = f"outputs-{corpus}"
+    benchmark.extra_info.update(MB=mb, path=path, corpus=corpus, agrees=agrees)
+    benchmark.pedantic(fn, args=args, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    assert agrees, f"{path} disagrees with normalize on the {corpus} corpus"
