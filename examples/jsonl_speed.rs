@@ -10,10 +10,10 @@ fn main() {
     let mut outlen = 0;
     for _ in 0..3 {
         if mode == "jsonl" {
-            outlen = _native::jsonl::normalize_jsonl(&data, None, budget).len();
+            outlen = _native::jsonl::normalize_jsonl(&data, None, budget).map_or(0, |o| o.len());
         } else {
             for line in data.split(|&b| b == b'\n') {
-                if let Some(p) = _native::normalize::prepare(line, None, &budget) {
+                if let Ok(Some(p)) = _native::normalize::prepare(line, None, &budget) {
                     outlen += p.raw().len();
                 }
             }

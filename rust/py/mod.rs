@@ -248,7 +248,9 @@ fn normalize_jsonl<'py>(
     let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let bytes: &[u8] = &data;
-    let out = py.detach(|| jsonl::normalize_jsonl(bytes, dialect, budget)).map_err(oom)?;
+    let out = py
+        .detach(|| jsonl::normalize_jsonl(bytes, dialect, budget))
+        .map_err(oom)?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -401,7 +403,11 @@ impl Normalizer {
     }
 
     /// `feed`, but the events as JSONL bytes written by the core (GIL released).
-    fn feed_jsonl<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyBytes>> {
+    fn feed_jsonl<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: PyBackedBytes,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let mut guard = self.lock(py);
         let state = &mut *guard;
         if state.failed {
