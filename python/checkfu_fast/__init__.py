@@ -262,13 +262,15 @@ class Normalizer:
             raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
         if _native is None:  # pragma: no cover
             return reference.dumps_jsonl(self._tagged(self._inner.feed(bytes(chunk))))
-        return self._inner.feed_jsonl(chunk if isinstance(chunk, bytes) else bytes(chunk))
+        return cast(
+            bytes, self._inner.feed_jsonl(chunk if isinstance(chunk, bytes) else bytes(chunk))
+        )
 
     def finish_jsonl(self) -> bytes:
         """:meth:`finish`, the events as JSONL bytes. Idempotent."""
         if _native is None:  # pragma: no cover
             return reference.dumps_jsonl(self._tagged(self._inner.finish()))
-        return self._inner.finish_jsonl()
+        return cast(bytes, self._inner.finish_jsonl())
 
     def _tagged(self, events: list[Event]) -> list[Event]:  # pragma: no cover - fallback only
         if self._source is not None:

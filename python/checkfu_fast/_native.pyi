@@ -8,7 +8,17 @@ from typing import Any, final
 
 from typing_extensions import Self
 
-__all__ = ["DIALECTS", "Mapping", "Normalizer", "__version__", "normalize", "validate_journal"]
+__all__ = [
+    "DIALECTS",
+    "Mapping",
+    "Normalizer",
+    "__version__",
+    "normalize",
+    "normalize_files",
+    "normalize_jsonl",
+    "parse_retry",
+    "validate_journal",
+]
 
 DIALECTS: list[str]
 __version__: str
@@ -32,8 +42,8 @@ def normalize_jsonl(
     data: bytes,
     dialect: str | Mapping,
     max_line_bytes: int = ...,
-    max_depth: int = ...,
-    max_nodes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
 ) -> bytes:
     """The events of ``normalize`` as JSONL, written by the core with the GIL released."""
 

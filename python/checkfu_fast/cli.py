@@ -267,7 +267,13 @@ def _run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from .oneshot import TurnRequest, minimal_environment, stream_turn, validate_contract
+    from .oneshot import (
+        TurnRequest,
+        TurnStream,
+        minimal_environment,
+        stream_turn,
+        validate_contract,
+    )
 
     contract = validate_contract(_read_json(args.contract, "contract"))
     try:
@@ -293,7 +299,7 @@ def _run(args: argparse.Namespace) -> int:
     # SIGINT/SIGTERM: cancel the turn and still print its ending and state (a second one, or
     # one before the turn started, interrupts at once; the stream's cleanup still runs)
     stopped: list[int] = []
-    running: list = []  # the TurnStream, once it exists
+    running: list[TurnStream] = []  # the TurnStream, once it exists
 
     def stop(signum: int, frame: object) -> None:
         if stopped or not running:

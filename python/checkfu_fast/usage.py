@@ -23,7 +23,7 @@ Only event fields are read (``kind``, ``usage``, ``usageScope``/``subtype``, ``m
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["SESSION_CUMULATIVE", "UsageFold", "usage_totals"]
 
@@ -37,9 +37,14 @@ class _Rec:
     """One usage reading: token counts (``None`` when the line had none), cost, model."""
 
     __slots__ = ("cachedTokens", "costUsd", "inputTokens", "model", "outputTokens")
+    # set through setattr over _COUNTS in __init__: a count (int or float) or None
+    inputTokens: int | float | None
+    outputTokens: int | float | None
+    cachedTokens: int | float | None
 
     def __init__(self, usage: dict[str, Any]) -> None:
-        self.model = usage.get("model") if isinstance(usage.get("model"), str) else _UNKNOWN
+        model = usage.get("model")
+        self.model: str = model if isinstance(model, str) else _UNKNOWN
         known = not usage.get("unknown")
         for k in _COUNTS:
             v = usage.get(k) if known else None
@@ -182,7 +187,7 @@ class UsageFold:
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
         scope_name = ev.get("usageScope", ev.get("subtype"))
-        dialect = ev.get("dialect") if isinstance(ev.get("dialect"), str) else _UNKNOWN
+        dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
         rec = _Rec(ev["usage"])
         scope = self._scopes.get(self._current)
         if scope is None:

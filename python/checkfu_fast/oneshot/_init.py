@@ -47,7 +47,7 @@ def _say(sock: int, text: str) -> None:
         pass
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -102,7 +102,7 @@ def _original_environment() -> dict[bytes, bytes]:
             raw = f.read()
     except OSError:
         return dict(os.environb)
-    env = {}
+    env: dict[bytes, bytes] = {}
     for item in raw.split(b"\0"):
         name, eq, value = item.partition(b"=")
         if eq and name:

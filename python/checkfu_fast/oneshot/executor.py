@@ -473,6 +473,7 @@ class _Run:
         graces: tuple[float, float, float],
     ) -> ProcessResult:
         started = time.monotonic()
+        pass_fds: tuple[int, ...]
         cmd, pass_fds, theirs = self.cmd, (), None
         try:
             if self.contained:

@@ -398,7 +398,7 @@ class _Fold:
         if proposed is not None and tool.get("isError") is False:
             for change in proposed:  # a successful result applies the call's file changes
                 self.file_changed(change)
-        payload = {"tool_use_id": self.tool_id(tool, e, n)}
+        payload: dict[str, Any] = {"tool_use_id": self.tool_id(tool, e, n)}
         if "toolResult" in e:
             payload["result"] = e["toolResult"]
         if tool.get("isError") is True:
@@ -503,18 +503,6 @@ def nonneg(value: Any) -> bool:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _error(kind: str, message: str) -> dict[str, str]:
-    return {"type": kind, "message": cut(message, MAX_MESSAGE)}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _ending_from_error(final: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -717,6 +705,7 @@ def _ending(fold: _Fold | None, process: Any) -> Observation:
                 f"turn deadline exceeded after {process.wall_time_ms} ms; "
                 "the process group was killed",
             )
+    payload: dict[str, Any]
     ending, payload = "finished", {}
     if final is not None and final["kind"] == "error":
         ending, payload = _ending_from_error(final)

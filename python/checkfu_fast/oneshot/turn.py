@@ -18,7 +18,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .contract import validate_contract
 from .executor import ProcessResult, StagedFile, minimal_environment, run_process
@@ -86,7 +86,7 @@ class TurnStream:
         self._result: TurnResult | None = None
         self._error: BaseException | None = None
         self._done = False
-        self._waker: Callable[[], None] | None = None
+        self._waker: Callable[[], object] | None = None
         root = tempfile.mkdtemp(prefix="checkfu-oneshot-")
         try:
             os.chmod(root, 0o700)
@@ -198,7 +198,7 @@ class TurnStream:
                 if self._error is not None:
                     raise self._error
                 raise StopIteration
-            return item
+            return cast(Observation, item)
 
     def cancel(self) -> None:
         """Stop the turn (safe from any thread, any number of times): the group goes down the
@@ -277,7 +277,7 @@ class AsyncTurnStream:
                     if self._stream._error is not None:
                         raise self._stream._error
                     raise StopAsyncIteration
-                return item
+                return cast(Observation, item)
         except asyncio.CancelledError:
             await self.aclose()
             raise

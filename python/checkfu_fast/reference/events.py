@@ -283,7 +283,9 @@ def stop_reason(v: dict[str, Any]) -> str | None:
     ``stop_reason``/``stopReason``."""
     part = v.get("part")
     message = v.get("message")
-    holders = [(v, ("stop_reason", "stopReason", "reason"))]
+    holders: list[tuple[dict[str, Any], tuple[str, ...]]] = [
+        (v, ("stop_reason", "stopReason", "reason"))
+    ]
     if isinstance(part, dict):
         holders.append((part, ("stop_reason", "stopReason", "reason")))
     if isinstance(message, dict):
@@ -291,7 +293,7 @@ def stop_reason(v: dict[str, Any]) -> str | None:
     for holder, keys in holders:
         for k in keys:
             if isinstance(holder.get(k), str):
-                return holder[k]
+                return cast(str, holder[k])
     return None
 
 
@@ -313,7 +315,10 @@ def line_extras(v: dict[str, Any], *, outcome: bool = False) -> dict[str, Any]:
 def compaction_tokens(ev: Event, v: dict[str, Any]) -> Event:
     """Set ``tokensBefore``/``tokensAfter`` on a compaction event from the first holder (the
     line, ``compact_metadata``, ``compactMetadata``, ``result``) with both counts."""
-    pairs = (("pre_tokens", "post_tokens"), ("tokens_before", "tokens_after"))
+    pairs: tuple[tuple[str, str], ...] = (
+        ("pre_tokens", "post_tokens"),
+        ("tokens_before", "tokens_after"),
+    )
     pairs += (("tokensBefore", "tokensAfter"),)
     for holder in (v, v.get("compact_metadata"), v.get("compactMetadata"), v.get("result")):
         if not isinstance(holder, dict):

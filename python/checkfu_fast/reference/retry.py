@@ -14,6 +14,8 @@ phrases, then time phrases); the first value of each kind wins.
 
 from __future__ import annotations
 
+from typing import cast
+
 # (trigger, what follows). Keys are checked before phrases, longer keys before their prefixes.
 KEYS = (
     (b"retry_after_ms", "ms"),
@@ -77,7 +79,7 @@ UNITS = {
     b"days": 86_400_000,
 }
 FIRST = frozenset(t[0] for t in (*(k for k, _ in KEYS), *DELAY_PHRASES, *TIME_PHRASES))
-MONTHS = (b"jan", b"feb", b"mar", b"apr", b"may", b"jun")
+MONTHS: tuple[bytes, ...] = (b"jan", b"feb", b"mar", b"apr", b"may", b"jun")
 MONTHS += (b"jul", b"aug", b"sep", b"oct", b"nov", b"dec")
 MAX_MS = 10**15  # a delay above this (about 31,700 years) is not a delay
 MAX_INT_DIGITS = 15
@@ -133,7 +135,7 @@ def _number(b: bytes, j: int) -> tuple[int, int, int, int] | None:
 
 def _scaled(num: tuple[int, int, int, int], unit: int) -> int:
     whole, frac, n, _ = num
-    return (whole * 10**n + frac) * unit // 10**n
+    return cast(int, (whole * 10**n + frac) * unit // 10**n)
 
 
 def _duration(b: bytes, j: int) -> int | None:

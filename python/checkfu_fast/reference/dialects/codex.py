@@ -5,7 +5,7 @@ Mirror of rust/dialects/codex.rs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     Event,
@@ -50,7 +50,11 @@ def _file_changes(changes: Any) -> list[dict[str, str]]:
         for c in changes:
             if not isinstance(c, dict):
                 continue
-            event = FILE_EVENTS.get(c.get("kind")) if isinstance(c.get("kind"), str) else None
+            event = (
+                FILE_EVENTS.get(cast(str, c.get("kind")))
+                if isinstance(c.get("kind"), str)
+                else None
+            )
             path = c.get("path")
             if event is not None and isinstance(path, str) and path:
                 out.append({"event": event, "path": path})

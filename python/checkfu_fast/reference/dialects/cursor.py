@@ -119,7 +119,7 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
             if isinstance(tool_name, str) and tool_name:
                 name = tool_name
     call_id = v.get("call_id")
-    tc = v.get("tool_call")
+    tc = cast(dict[str, Any], v.get("tool_call"))  # a dict: find_tool found a tool in it
     if sub == "started":
         ev = tool_call(name, args, call_id)
         kinds = [k for k in tc if k.endswith("ToolCall")]
