@@ -28,13 +28,20 @@ impl Dialect for Grok {
             Some(_) => return,
         };
         match t {
-            "thought" => out.push(msg("thinking", "assistant", v.str_at("data").unwrap_or(""))),
-            "text" => {
-                let text = match v.get("data") {
-                    Some(Value::Str(d)) => d.as_ref(),
-                    _ => v.str_at("text").unwrap_or(""),
-                };
-                out.push(msg("text", "assistant", text));
+            "thought" | "text" => {
+                let sub = if t == "thought" { "thinking" } else { "text" };
+                if let Some(d) = v.str_at("data") {
+                    // xAI streaming-json: a token chunk, the only form of the text
+                    let mut ev = msg(sub, "assistant", d);
+                    ev.delta = true;
+                    ev.x().delta_only = true;
+                    out.push(ev);
+                } else if t == "thought" {
+                    out.push(msg(sub, "assistant", ""));
+                } else {
+                    // superagent: the step's text, whole
+                    out.push(msg(sub, "assistant", v.str_at("text").unwrap_or("")));
+                }
             }
             "tool_call" => out.push(tool_call(
                 tool_name(v),
@@ -86,6 +93,7 @@ impl Dialect for Grok {
             "step_start" => out.push(status("turn_started", None)),
             "tool_use" => superagent_tool(v, out),
             "step_finish" => step_finish(v, out),
+            "run_finish" => run_finish(v, out),
             _ => {}
         }
     }
@@ -104,6 +112,9 @@ impl Dialect for Grok {
         };
         let outcome = matches!(t, None | Some(Value::Null)) || v.str_eq("type", "end");
         line_extras(v, outcome, &mut m);
+        // a failed run: an error line before it is the ending
+        m.repeats_error =
+            v.str_eq("type", "run_finish") && matches!(v.get("success"), Some(Value::Bool(false)));
         m
     }
 }
@@ -147,7 +158,8 @@ fn spend<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     out.push(ev);
 }
 
-/// `input_tokens` is the uncached part; `reasoning_tokens` are reported apart from output.
+/// `input_tokens` is the uncached part; `reasoning_tokens` are inside `output_tokens` unless
+/// `reasoning_apart`.
 fn grok_usage<'v>(
     scope: &'static str,
     model: Option<&'v Value<'v>>,
@@ -166,9 +178,64 @@ fn grok_usage<'v>(
             get("cache_creation_input_tokens"),
         ],
         cached,
-        &[get("output_tokens"), get("reasoning_tokens")],
+        &[
+            get("output_tokens"),
+            if u.is_some_and(reasoning_apart) {
+                get("reasoning_tokens")
+            } else {
+                None
+            },
+        ],
         cost,
     )
+}
+
+/// `reasoning_tokens` are inside `output_tokens` (the xAI token-field policy), except in builds
+/// whose `total_tokens` counts them apart: `total_tokens` = input + cache read + cache creation
+/// + output + reasoning (docs/formats-2026.md section 6.1).
+fn reasoning_apart(u: &Value<'_>) -> bool {
+    let int = |k: &str| match u.get(k) {
+        Some(Value::Int(i)) if *i >= 0 => Some(i128::from(*i)),
+        _ => None,
+    };
+    let (Some(total), Some(reasoning)) = (int("total_tokens"), int("reasoning_tokens")) else {
+        return false;
+    };
+    let parts: i128 = [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    ]
+    .iter()
+    .filter_map(|k| int(k))
+    .sum();
+    reasoning > 0 && parts == total
+}
+
+/// superagent's last line: `status/result` (`success`/`failed`); a failed run adds an
+/// `error/run_failed` (semantic), which the line's `repeatsError` lets an earlier error line
+/// outrank.
+fn run_finish<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let ok = match v.get("success") {
+        Some(Value::Bool(b)) => Some(*b),
+        _ => None,
+    };
+    let text = ok.map(|b| Cow::Borrowed(if b { "success" } else { "failed" }));
+    out.push(status("result", text));
+    if ok == Some(false) {
+        let message = match v.get("exitCode") {
+            Some(Value::Int(c)) => format!("run failed (exit code {c})"),
+            _ => "run failed".to_owned(),
+        };
+        out.push(error(
+            "run_failed",
+            "run_failed",
+            Cow::Owned(message),
+            "semantic",
+        ));
+    }
 }
 
 fn tool_name<'v>(v: &'v Value<'v>) -> Text<'v> {
@@ -297,7 +364,8 @@ mod tests {
                 assert_eq!(subs, ["thinking", "text", "result", "cumulative"]);
                 let u = ev.get(3).and_then(|e| e.usage.as_ref());
                 assert_eq!(u.and_then(|u| u.input), Some(Num::Int(8)));
-                assert_eq!(u.and_then(|u| u.output), Some(Num::Int(6)));
+                // no total_tokens: reasoning is inside output_tokens
+                assert_eq!(u.and_then(|u| u.output), Some(Num::Int(2)));
                 assert_eq!(u.map(|u| u.model.as_ref()), Some("grok-4"));
             },
         );
