@@ -398,4 +398,61 @@ mod tests {
             },
         );
     }
+
+    #[test]
+    fn reasoning_is_added_only_when_total_counts_it_apart() {
+        let end = |u: &str| format!(r#"{{"type":"end","stopReason":"end_turn","usage":{u}}}"#);
+        let output = |line: &str| {
+            let mut got = None;
+            run(line, |ev| {
+                got = ev
+                    .get(1)
+                    .and_then(|e| e.usage.as_ref())
+                    .and_then(|u| u.output)
+            });
+            got
+        };
+        // xAI doc: 7210 + 41000 + 0 + 1893 = 50103 (reasoning inside output)
+        let inside = end(
+            r#"{"input_tokens":7210,"cache_read_input_tokens":41000,"cache_creation_input_tokens":0,"output_tokens":1893,"reasoning_tokens":412,"total_tokens":50103}"#,
+        );
+        assert_eq!(output(&inside), Some(Num::Int(1893)));
+        // older build: 16016 + 11264 + 125 + 62 = 27467 (reasoning apart)
+        let apart = end(
+            r#"{"input_tokens":16016,"cache_read_input_tokens":11264,"output_tokens":125,"reasoning_tokens":62,"total_tokens":27467}"#,
+        );
+        assert_eq!(output(&apart), Some(Num::Int(187)));
+    }
+
+    #[test]
+    fn streaming_chunks_are_delta_only() {
+        run(r#"{"type":"text","data":"G"}"#, |ev| {
+            let e = ev.first();
+            assert!(e.is_some_and(|e| e.delta));
+            assert!(e
+                .and_then(|e| e.extra.as_ref())
+                .is_some_and(|x| x.delta_only));
+        });
+        run(r#"{"type":"text","stepNumber":1,"text":"whole"}"#, |ev| {
+            assert!(ev.first().is_some_and(|e| !e.delta && e.extra.is_none()));
+        });
+    }
+
+    #[test]
+    fn failed_run_finish_repeats_the_error() {
+        let line = r#"{"type":"run_finish","success":false,"exitCode":2,"errorCount":0}"#;
+        run(line, |ev| {
+            let subs: Vec<&str> = ev.iter().map(|e| e.subtype.as_ref()).collect();
+            assert_eq!(subs, ["result", "run_failed"]);
+            let m = ev
+                .get(1)
+                .and_then(|e| e.error.as_ref())
+                .map(|e| e.message.as_ref());
+            assert_eq!(m, Some("run failed (exit code 2)"));
+        });
+        let Ok((v, _)) = crate::parse::parse(line) else {
+            panic!("bad test json")
+        };
+        assert!(Grok.meta(&v).repeats_error);
+    }
 }

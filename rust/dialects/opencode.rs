@@ -214,4 +214,39 @@ mod tests {
             },
         );
     }
+
+    #[test]
+    fn zero_tokens_with_a_cost_are_unknown() {
+        run(
+            r#"{"type":"step_finish","part":{"cost":0.0139,"tokens":{"total":0,"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}}"#,
+            |ev| {
+                let u = ev.get(1).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.map(|u| (u.input, u.unknown)), Some((None, true)));
+                assert_eq!(u.and_then(|u| u.cost), Some(Num::Float(0.0139)));
+            },
+        );
+        run(
+            r#"{"type":"step_finish","part":{"cost":0,"tokens":{"input":0,"output":0}}}"#,
+            |ev| {
+                let u = ev.get(1).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.and_then(|u| u.input), Some(Num::Int(0)));
+            },
+        );
+    }
+
+    #[test]
+    fn the_generic_unknown_error_repeats() {
+        let meta = |line: &str| {
+            let Ok((v, _)) = crate::parse::parse(line) else {
+                panic!("bad test json")
+            };
+            Opencode.meta(&v).repeats_error
+        };
+        assert!(meta(
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details."}}}"#
+        ));
+        assert!(!meta(
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"Model not found: x"}}}"#
+        ));
+    }
 }

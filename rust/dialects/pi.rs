@@ -369,4 +369,26 @@ mod tests {
             },
         );
     }
+
+    #[test]
+    fn compaction_end_gives_tokens_before_alone() {
+        run(
+            r#"{"type":"compaction_end","reason":"threshold","result":{"tokensBefore":171204},"aborted":false,"willRetry":false}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.and_then(|e| e.text.as_deref()), Some("threshold"));
+                let x = e.and_then(|e| e.extra.as_ref());
+                assert_eq!(x.and_then(|x| x.tokens_before), Some(&Value::Int(171204)));
+                assert_eq!(x.and_then(|x| x.tokens_after), None);
+            },
+        );
+        run(
+            r#"{"type":"compaction_end","reason":"overflow","willRetry":true,"errorMessage":"529 overloaded"}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.map(|e| e.subtype.as_ref()), Some("retry"));
+                assert!(e.and_then(|e| e.extra.as_ref()).is_some_and(|x| x.retry));
+            },
+        );
+    }
 }
