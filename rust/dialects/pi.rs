@@ -273,6 +273,21 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             return;
         }
         Some("assistant") => {}
+        // extended messages (0.84): summaries and extension messages are system text, a
+        // user's `!command` run is progress
+        Some("compactionSummary" | "branchSummary") => {
+            match m.str_at("summary") {
+                Some(s) => out.push(msg("text", "system", s)),
+                None => out.push(status("progress", m.str_at("role").map(Cow::Borrowed))),
+            }
+            return;
+        }
+        Some("custom") => return blocks(m.get("content"), "system", out),
+        Some("bashExecution") => {
+            let text = nonempty(m.str_at("command")).unwrap_or("bashExecution");
+            out.push(status("progress", Some(Cow::Borrowed(text))));
+            return;
+        }
         _ => return,
     }
     blocks(m.get("content"), "assistant", out);

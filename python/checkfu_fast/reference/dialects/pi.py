@@ -209,6 +209,17 @@ def _message(m: dict[str, Any]) -> list[Event]:
     if role == "toolResult":
         # the result itself was reported by tool_execution_end
         return [status("progress", text_of(m.get("toolName")))]
+    # extended messages (0.84): summaries and extension messages are system text, a user's
+    # `!command` run is progress
+    if role == "compactionSummary" or role == "branchSummary":
+        summary = m.get("summary")
+        return [
+            msg("text", "system", summary) if isinstance(summary, str) else status("progress", role)
+        ]
+    if role == "custom":
+        return _blocks(m.get("content"), "system")
+    if role == "bashExecution":
+        return [status("progress", text_of(m.get("command")) or "bashExecution")]
     if role != "assistant":
         return []
     out = _blocks(m.get("content"), "assistant")
