@@ -69,10 +69,17 @@ impl Dialect for Grok {
                 Some(Cow::Owned(plan_text(v.get("entries")))),
             )),
             "available_commands" => out.push(status("progress", Some(Cow::Borrowed(t)))),
-            _ if t.starts_with("auto_compact") => out.push(compaction_tokens(
-                status("compaction", Some(Cow::Borrowed(t))),
-                v,
-            )),
+            _ if t.starts_with("auto_compact") => {
+                let text = if v.is_true_at("aborted") {
+                    "aborted"
+                } else {
+                    t
+                };
+                out.push(compaction_tokens(
+                    status("compaction", Some(Cow::Borrowed(text))),
+                    v,
+                ));
+            }
             "max_turns_reached" => out.push(error(
                 "max_turns",
                 "max_turns_reached",

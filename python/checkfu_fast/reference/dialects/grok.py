@@ -93,7 +93,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "available_commands":
         return [status("progress", t)]
     if isinstance(t, str) and t.startswith("auto_compact"):
-        return [compaction_tokens(status("compaction", t), v)]
+        text = "aborted" if v.get("aborted") is True else t
+        return [compaction_tokens(status("compaction", text), v)]
     if t == "max_turns_reached":
         message = text_of(v.get("message")) or "max turns reached"
         return [error("max_turns", "max_turns_reached", message, "semantic")]
