@@ -11,6 +11,36 @@ pub const AUTO_HOLD_BYTES: usize = 1 << 20;
 /// The dialect used when no line decides.
 pub const FALLBACK: AnyDialect = AnyDialect::Claude;
 
+/// Keys only claude's `system/init` has.
+const CLAUDE_INIT_TELLS: [&str; 4] = [
+    "tools",
+    "claude_code_version",
+    "capabilities",
+    "output_style",
+];
+
+/// The keys of grok's bare error line (xAI: `message` plus the spend of the run; superagent:
+/// `sessionID`, `timestamp`). codex prints the same shape, but always after `thread.started`.
+const GROK_ERROR_KEYS: [&str; 13] = [
+    "type",
+    "message",
+    "sessionId",
+    "sessionID",
+    "timestamp",
+    "requestId",
+    "usage",
+    "num_turns",
+    "modelUsage",
+    "total_cost_usd",
+    "total_cost_usd_ticks",
+    "cost_is_partial",
+    "usage_is_incomplete",
+];
+
+fn bare_error(v: &Value<'_>) -> bool {
+    v.str_at("message").is_some() && v.find_key(|k| !GROK_ERROR_KEYS.contains(&k)).is_none()
+}
+
 /// The dialect this parsed line proves, or `None`.
 pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
     if !v.is_object() {
@@ -40,7 +70,8 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
             return Some(AnyDialect::Claude);
         }
         if t == "system" && v.str_eq("subtype", "init") {
-            return Some(if v.has("tools") {
+            // `apiKeySource` is no tell: cursor's init has it too
+            return Some(if CLAUDE_INIT_TELLS.iter().any(|k| v.has(k)) {
                 AnyDialect::Claude
             } else {
                 AnyDialect::Cursor
@@ -100,6 +131,11 @@ fn sniff_later(t: &str, v: &Value<'_>) -> Option<AnyDialect> {
                 | "auto_retry_end"
                 | "auto_compaction_start"
                 | "auto_compaction_end"
+                | "compaction_start"
+                | "compaction_end"
+                | "queue_update"
+                | "session_info_changed"
+                | "thinking_level_changed"
         )
     {
         return Some(AnyDialect::Pi);
@@ -117,6 +153,7 @@ fn sniff_later(t: &str, v: &Value<'_>) -> Option<AnyDialect> {
         "tool_call_update" | "available_commands" | "max_turns_reached"
     ) || ((t == "thought" || t == "text") && v.str_at("data").is_some())
         || (t == "end" && v.has("stopReason"))
+        || (t == "error" && bare_error(v))
         || (matches!(t, "step_start" | "step_finish" | "text" | "tool_use") && v.has("stepNumber"))
         || (t == "step_finish" && v.has("finishReason"))
     {

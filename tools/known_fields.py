@@ -92,6 +92,9 @@ EXTRA = {
     # Agent Client Protocol (grok streaming-json follows it): tool-call content items (diff,
     # terminal), tool-call locations, plan entry priority
     "grok": {"newText", "oldText", "terminalId", "locations", "path", "priority"},
+    # pi json.md "extended messages": bashExecution{command, output, exitCode},
+    # custom{customType, content, display, details}, branchSummary{summary, fromId}
+    "pi": {"exitCode", "customType", "display", "fromId"},
 }
 
 

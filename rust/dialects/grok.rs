@@ -28,13 +28,20 @@ impl Dialect for Grok {
             Some(_) => return,
         };
         match t {
-            "thought" => out.push(msg("thinking", "assistant", v.str_at("data").unwrap_or(""))),
-            "text" => {
-                let text = match v.get("data") {
-                    Some(Value::Str(d)) => d.as_ref(),
-                    _ => v.str_at("text").unwrap_or(""),
-                };
-                out.push(msg("text", "assistant", text));
+            "thought" | "text" => {
+                let sub = if t == "thought" { "thinking" } else { "text" };
+                if let Some(d) = v.str_at("data") {
+                    // xAI streaming-json: a token chunk, the only form of the text
+                    let mut ev = msg(sub, "assistant", d);
+                    ev.delta = true;
+                    ev.x().delta_only = true;
+                    out.push(ev);
+                } else if t == "thought" {
+                    out.push(msg(sub, "assistant", ""));
+                } else {
+                    // superagent: the step's text, whole
+                    out.push(msg(sub, "assistant", v.str_at("text").unwrap_or("")));
+                }
             }
             "tool_call" => out.push(tool_call(
                 tool_name(v),
@@ -62,10 +69,17 @@ impl Dialect for Grok {
                 Some(Cow::Owned(plan_text(v.get("entries")))),
             )),
             "available_commands" => out.push(status("progress", Some(Cow::Borrowed(t)))),
-            _ if t.starts_with("auto_compact") => out.push(compaction_tokens(
-                status("compaction", Some(Cow::Borrowed(t))),
-                v,
-            )),
+            _ if t.starts_with("auto_compact") => {
+                let text = if v.is_true_at("aborted") {
+                    "aborted"
+                } else {
+                    t
+                };
+                out.push(compaction_tokens(
+                    status("compaction", Some(Cow::Borrowed(text))),
+                    v,
+                ));
+            }
             "max_turns_reached" => out.push(error(
                 "max_turns",
                 "max_turns_reached",
@@ -86,6 +100,7 @@ impl Dialect for Grok {
             "step_start" => out.push(status("turn_started", None)),
             "tool_use" => superagent_tool(v, out),
             "step_finish" => step_finish(v, out),
+            "run_finish" => run_finish(v, out),
             _ => {}
         }
     }
@@ -104,6 +119,9 @@ impl Dialect for Grok {
         };
         let outcome = matches!(t, None | Some(Value::Null)) || v.str_eq("type", "end");
         line_extras(v, outcome, &mut m);
+        // a failed run: an error line before it is the ending
+        m.repeats_error =
+            v.str_eq("type", "run_finish") && matches!(v.get("success"), Some(Value::Bool(false)));
         m
     }
 }
@@ -147,7 +165,8 @@ fn spend<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     out.push(ev);
 }
 
-/// `input_tokens` is the uncached part; `reasoning_tokens` are reported apart from output.
+/// `input_tokens` is the uncached part; `reasoning_tokens` are inside `output_tokens` unless
+/// `reasoning_apart`.
 fn grok_usage<'v>(
     scope: &'static str,
     model: Option<&'v Value<'v>>,
@@ -166,9 +185,64 @@ fn grok_usage<'v>(
             get("cache_creation_input_tokens"),
         ],
         cached,
-        &[get("output_tokens"), get("reasoning_tokens")],
+        &[
+            get("output_tokens"),
+            if u.is_some_and(reasoning_apart) {
+                get("reasoning_tokens")
+            } else {
+                None
+            },
+        ],
         cost,
     )
+}
+
+/// `reasoning_tokens` are inside `output_tokens` (the xAI token-field policy), except in builds
+/// whose `total_tokens` counts them apart: `total_tokens` = input + cache read + cache creation
+/// + output + reasoning (docs/formats-2026.md section 6.1).
+fn reasoning_apart(u: &Value<'_>) -> bool {
+    let int = |k: &str| match u.get(k) {
+        Some(Value::Int(i)) if *i >= 0 => Some(i128::from(*i)),
+        _ => None,
+    };
+    let (Some(total), Some(reasoning)) = (int("total_tokens"), int("reasoning_tokens")) else {
+        return false;
+    };
+    let parts: i128 = [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    ]
+    .iter()
+    .filter_map(|k| int(k))
+    .sum();
+    reasoning > 0 && parts == total
+}
+
+/// superagent's last line: `status/result` (`success`/`failed`); a failed run adds an
+/// `error/run_failed` (semantic), which the line's `repeatsError` lets an earlier error line
+/// outrank.
+fn run_finish<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let ok = match v.get("success") {
+        Some(Value::Bool(b)) => Some(*b),
+        _ => None,
+    };
+    let text = ok.map(|b| Cow::Borrowed(if b { "success" } else { "failed" }));
+    out.push(status("result", text));
+    if ok == Some(false) {
+        let message = match v.get("exitCode") {
+            Some(Value::Int(c)) => format!("run failed (exit code {c})"),
+            _ => "run failed".to_owned(),
+        };
+        out.push(error(
+            "run_failed",
+            "run_failed",
+            Cow::Owned(message),
+            "semantic",
+        ));
+    }
 }
 
 fn tool_name<'v>(v: &'v Value<'v>) -> Text<'v> {
@@ -297,7 +371,8 @@ mod tests {
                 assert_eq!(subs, ["thinking", "text", "result", "cumulative"]);
                 let u = ev.get(3).and_then(|e| e.usage.as_ref());
                 assert_eq!(u.and_then(|u| u.input), Some(Num::Int(8)));
-                assert_eq!(u.and_then(|u| u.output), Some(Num::Int(6)));
+                // no total_tokens: reasoning is inside output_tokens
+                assert_eq!(u.and_then(|u| u.output), Some(Num::Int(2)));
                 assert_eq!(u.map(|u| u.model.as_ref()), Some("grok-4"));
             },
         );
@@ -329,5 +404,62 @@ mod tests {
                 assert_eq!(u.and_then(|u| u.input), Some(Num::Int(10)));
             },
         );
+    }
+
+    #[test]
+    fn reasoning_is_added_only_when_total_counts_it_apart() {
+        let end = |u: &str| format!(r#"{{"type":"end","stopReason":"end_turn","usage":{u}}}"#);
+        let output = |line: &str| {
+            let mut got = None;
+            run(line, |ev| {
+                got = ev
+                    .get(1)
+                    .and_then(|e| e.usage.as_ref())
+                    .and_then(|u| u.output)
+            });
+            got
+        };
+        // xAI doc: 7210 + 41000 + 0 + 1893 = 50103 (reasoning inside output)
+        let inside = end(
+            r#"{"input_tokens":7210,"cache_read_input_tokens":41000,"cache_creation_input_tokens":0,"output_tokens":1893,"reasoning_tokens":412,"total_tokens":50103}"#,
+        );
+        assert_eq!(output(&inside), Some(Num::Int(1893)));
+        // older build: 16016 + 11264 + 125 + 62 = 27467 (reasoning apart)
+        let apart = end(
+            r#"{"input_tokens":16016,"cache_read_input_tokens":11264,"output_tokens":125,"reasoning_tokens":62,"total_tokens":27467}"#,
+        );
+        assert_eq!(output(&apart), Some(Num::Int(187)));
+    }
+
+    #[test]
+    fn streaming_chunks_are_delta_only() {
+        run(r#"{"type":"text","data":"G"}"#, |ev| {
+            let e = ev.first();
+            assert!(e.is_some_and(|e| e.delta));
+            assert!(e
+                .and_then(|e| e.extra.as_ref())
+                .is_some_and(|x| x.delta_only));
+        });
+        run(r#"{"type":"text","stepNumber":1,"text":"whole"}"#, |ev| {
+            assert!(ev.first().is_some_and(|e| !e.delta && e.extra.is_none()));
+        });
+    }
+
+    #[test]
+    fn failed_run_finish_repeats_the_error() {
+        let line = r#"{"type":"run_finish","success":false,"exitCode":2,"errorCount":0}"#;
+        run(line, |ev| {
+            let subs: Vec<&str> = ev.iter().map(|e| e.subtype.as_ref()).collect();
+            assert_eq!(subs, ["result", "run_failed"]);
+            let m = ev
+                .get(1)
+                .and_then(|e| e.error.as_ref())
+                .map(|e| e.message.as_ref());
+            assert_eq!(m, Some("run failed (exit code 2)"));
+        });
+        let Ok((v, _)) = crate::parse::parse(line) else {
+            panic!("bad test json")
+        };
+        assert!(Grok.meta(&v).repeats_error);
     }
 }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str, status,
-    tool_call, tool_result, usage, Event, LineMeta, Text, ToolResult, NULL,
+    tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult, NULL,
 };
 use crate::value::Value;
 
@@ -43,8 +43,21 @@ impl Dialect for Opencode {
         };
         let outcome = matches!(v.str_at("type"), Some("step_finish" | "done"));
         line_extras(v, outcome, &mut m);
+        m.repeats_error = v.str_eq("type", "error") && generic_error(v.get("error"));
         m
     }
+}
+
+/// The message opencode's HTTP layer gives any defect: it follows the actionable error of the
+/// same failure (opencode #47162), so it repeats it (docs/formats-2026.md section 8.1).
+pub const GENERIC_ERROR: &str = "Unexpected server error. Check server logs for details.";
+
+fn generic_error(e: Option<&Value<'_>>) -> bool {
+    let Some(e) = e.filter(|e| e.is_object()) else {
+        return false;
+    };
+    let d = e.get("data").filter(|d| d.is_object());
+    e.str_eq("name", "UnknownError") && d.is_some_and(|d| d.str_eq("message", GENERIC_ERROR))
 }
 
 fn tool<'v>(p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
@@ -90,13 +103,37 @@ fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Eve
     let get = |k: &str| tk.and_then(|t| t.get(k));
     let c = get("cache").filter(|c| c.is_object());
     let cached = c.and_then(|c| c.get("read"));
+    let write = c.and_then(|c| c.get("write"));
+    let cost = p.get("cost");
+    // opencode #15779: a step whose tokens are all zero while it has a cost reports no tokens
+    let counts: Vec<Num> = [
+        get("input"),
+        get("output"),
+        get("reasoning"),
+        cached,
+        write,
+        get("total"),
+    ]
+    .into_iter()
+    .filter_map(Num::count)
+    .collect();
+    let zero = |n: &Num| matches!(n, Num::Int(0)) || matches!(n, Num::Float(f) if *f == 0.0);
+    let costly = match Num::count(cost) {
+        Some(Num::Int(i)) => i > 0,
+        Some(Num::Float(f)) => f > 0.0,
+        None => false,
+    };
+    if costly && !counts.is_empty() && counts.iter().all(zero) {
+        out.push(usage("turn", v.get("modelID"), &[], None, &[], cost));
+        return;
+    }
     out.push(usage(
         "turn",
         v.get("modelID"),
-        &[get("input"), cached, c.and_then(|c| c.get("write"))],
+        &[get("input"), cached, write],
         cached,
         &[get("output"), get("reasoning")],
-        p.get("cost"),
+        cost,
     ));
 }
 
@@ -120,7 +157,6 @@ fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Num;
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
         crate::dialect::check_line(&Opencode, line, check);
@@ -177,5 +213,40 @@ mod tests {
                 assert_eq!(u.map(|u| u.model.as_ref()), Some("unknown"));
             },
         );
+    }
+
+    #[test]
+    fn zero_tokens_with_a_cost_are_unknown() {
+        run(
+            r#"{"type":"step_finish","part":{"cost":0.0139,"tokens":{"total":0,"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}}"#,
+            |ev| {
+                let u = ev.get(1).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.map(|u| (u.input, u.unknown)), Some((None, true)));
+                assert_eq!(u.and_then(|u| u.cost), Some(Num::Float(0.0139)));
+            },
+        );
+        run(
+            r#"{"type":"step_finish","part":{"cost":0,"tokens":{"input":0,"output":0}}}"#,
+            |ev| {
+                let u = ev.get(1).and_then(|e| e.usage.as_ref());
+                assert_eq!(u.and_then(|u| u.input), Some(Num::Int(0)));
+            },
+        );
+    }
+
+    #[test]
+    fn the_generic_unknown_error_repeats() {
+        let meta = |line: &str| {
+            let Ok((v, _)) = crate::parse::parse(line) else {
+                panic!("bad test json")
+            };
+            Opencode.meta(&v).repeats_error
+        };
+        assert!(meta(
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details."}}}"#
+        ));
+        assert!(!meta(
+            r#"{"type":"error","error":{"name":"UnknownError","data":{"message":"Model not found: x"}}}"#
+        ));
     }
 }

@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
-    name_or_unknown, status, tool_call, tool_result, usage, Event, LineMeta, ToolResult,
+    name_or_unknown, nonneg_int, status, tool_call, tool_result, usage, Event, LineMeta,
+    ToolResult,
 };
 use crate::value::Value;
 
@@ -19,6 +20,8 @@ pub struct Pi;
 fn lifecycle(t: &str) -> Option<&'static str> {
     Some(match t {
         "agent_start" | "agent_settled" | "message_start" => "progress",
+        // session settings that changed
+        "session_info_changed" | "thinking_level_changed" => "progress",
         "turn_start" => "turn_started",
         "turn_end" => "turn_completed",
         "agent_end" => "result",
@@ -72,6 +75,20 @@ impl Dialect for Pi {
                 }
                 out.push(ev);
             }
+            "queue_update" => {
+                let len = |k: &str| v.get(k).map_or(0, |q| q.items().len());
+                let text = format!(
+                    "queue: {} steering, {} follow-up",
+                    len("steering"),
+                    len("followUp")
+                );
+                out.push(status("progress", Some(Cow::Owned(text))));
+            }
+            "compaction_start" => out.push(status(
+                "compaction",
+                Some(Cow::Borrowed(nonempty(v.str_at("reason")).unwrap_or(t))),
+            )),
+            "compaction_end" => out.push(compaction_end(v, t)),
             "auto_compaction_start" => out.push(compaction_tokens(
                 status("compaction", v.str_at("reason").map(Cow::Borrowed)),
                 v,
@@ -142,20 +159,57 @@ impl Dialect for Pi {
         };
         let outcome = matches!(t, Some("message_end" | "turn_end" | "agent_end"));
         line_extras(v, outcome, &mut meta);
-        meta.repeats_error = matches!(t, Some("turn_end" | "agent_end")) && ended_in_error(v);
+        meta.repeats_error = matches!(t, Some("turn_end" | "agent_end")) && ended_in_error(v)
+            // an agent_end that repeats no message: the turn_end before it stands
+            || t == Some("agent_end") && last_assistant(v).is_none();
         meta
+    }
+}
+
+/// `compaction_end` (0.84; `auto_compaction_end` renamed): the text is the `reason`;
+/// `result.tokensBefore` is the context size before (pi gives no size after).
+fn compaction_end<'v>(v: &'v Value<'v>, t: &'v str) -> Event<'v> {
+    if let Some(m) = nonempty(v.str_at("errorMessage")) {
+        // a compaction that will be retried is not the ending
+        if v.is_true_at("willRetry") {
+            let mut ev = error("retry", "compaction_error", Cow::Borrowed(m), classify(m));
+            ev.x().retry = true;
+            return ev;
+        }
+        return error(
+            "compaction_error",
+            "compaction_error",
+            Cow::Borrowed(m),
+            classify(m),
+        );
+    }
+    if v.is_true_at("aborted") {
+        return status("compaction", Some(Cow::Borrowed("aborted")));
+    }
+    let text = nonempty(v.str_at("reason")).unwrap_or(t);
+    let mut ev = compaction_tokens(status("compaction", Some(Cow::Borrowed(text))), v);
+    let before = v
+        .get("result")
+        .filter(|r| r.is_object())
+        .and_then(|r| nonneg_int(r.get("tokensBefore")));
+    if let (None, Some(b)) = (ev.extra.as_ref().and_then(|x| x.tokens_before), before) {
+        ev.x().tokens_before = Some(b);
+    }
+    ev
+}
+
+fn last_assistant<'v>(v: &'v Value<'v>) -> Option<&'v Value<'v>> {
+    let assistant = |m: &&Value<'_>| m.is_object() && m.str_eq("role", "assistant");
+    match v.get("messages") {
+        Some(Value::Array(items)) => items.iter().rev().find(assistant),
+        _ => v.get("message").filter(assistant),
     }
 }
 
 /// `turn_end`/`agent_end` repeat the turn's last assistant message; when it stopped with
 /// `error` or `aborted` its `message_end` already gave the error event.
-fn ended_in_error(v: &Value<'_>) -> bool {
-    let assistant = |m: &&Value<'_>| m.is_object() && m.str_eq("role", "assistant");
-    let last = match v.get("messages") {
-        Some(Value::Array(items)) => items.iter().rev().find(assistant),
-        _ => v.get("message").filter(assistant),
-    };
-    last.is_some_and(|m| matches!(m.str_at("stopReason"), Some("error" | "aborted")))
+fn ended_in_error<'v>(v: &'v Value<'v>) -> bool {
+    last_assistant(v).is_some_and(|m| matches!(m.str_at("stopReason"), Some("error" | "aborted")))
 }
 
 fn update<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
@@ -219,6 +273,21 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             return;
         }
         Some("assistant") => {}
+        // extended messages (0.84): summaries and extension messages are system text, a
+        // user's `!command` run is progress
+        Some("compactionSummary" | "branchSummary") => {
+            match m.str_at("summary") {
+                Some(s) => out.push(msg("text", "system", s)),
+                None => out.push(status("progress", m.str_at("role").map(Cow::Borrowed))),
+            }
+            return;
+        }
+        Some("custom") => return blocks(m.get("content"), "system", out),
+        Some("bashExecution") => {
+            let text = nonempty(m.str_at("command")).unwrap_or("bashExecution");
+            out.push(status("progress", Some(Cow::Borrowed(text))));
+            return;
+        }
         _ => return,
     }
     blocks(m.get("content"), "assistant", out);
@@ -312,6 +381,28 @@ mod tests {
                     e.and_then(|e| e.tool.as_ref()).and_then(|t| t.is_error),
                     Some(true)
                 );
+            },
+        );
+    }
+
+    #[test]
+    fn compaction_end_gives_tokens_before_alone() {
+        run(
+            r#"{"type":"compaction_end","reason":"threshold","result":{"tokensBefore":171204},"aborted":false,"willRetry":false}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.and_then(|e| e.text.as_deref()), Some("threshold"));
+                let x = e.and_then(|e| e.extra.as_ref());
+                assert_eq!(x.and_then(|x| x.tokens_before), Some(&Value::Int(171204)));
+                assert_eq!(x.and_then(|x| x.tokens_after), None);
+            },
+        );
+        run(
+            r#"{"type":"compaction_end","reason":"overflow","willRetry":true,"errorMessage":"529 overloaded"}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.map(|e| e.subtype.as_ref()), Some("retry"));
+                assert!(e.and_then(|e| e.extra.as_ref()).is_some_and(|x| x.retry));
             },
         );
     }

@@ -399,8 +399,10 @@ fn extra<'py>(
         }
         d.set_item(intern!(py, "subagent"), o)?;
     }
-    if let (Some(b), Some(a)) = (x.tokens_before, x.tokens_after) {
+    if let Some(b) = x.tokens_before {
         d.set_item(intern!(py, "tokensBefore"), value(py, b, keys)?)?;
+    }
+    if let Some(a) = x.tokens_after {
         d.set_item(intern!(py, "tokensAfter"), value(py, a, keys)?)?;
     }
     if x.retry {

@@ -12,7 +12,8 @@ lines by an independent reader (the package never reads native JSON outside its 
 - opencode: the sum of the ``step_finish`` parts (per step);
 - pi: the sum of the assistant ``message_end`` usages (per message);
 - grok: the ``end`` line (streaming), the typeless ``json`` object, or the sum of superagent
-  ``step_finish`` usages.
+  ``step_finish`` usages; output = ``output_tokens``, plus ``reasoning_tokens`` only when
+  ``total_tokens`` shows the build counted them apart (docs/formats-2026.md section 6.1).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ CASES = {
     "grok-streaming": ["vectors/events/grok/streaming.input.jsonl"],
     "grok-json": ["vectors/events/grok/json.input.jsonl"],
     "grok-superagent": ["vectors/events/grok/superagent.input.jsonl"],
+    "grok-2026": ["vectors/events/grok/2026.input.jsonl"],
+    "opencode-2026": ["vectors/events/opencode/2026.input.jsonl"],
 }
 
 
@@ -174,7 +177,11 @@ def cli_grok(ds):
         if d.get("type") == "end" or ("type" not in d and u):
             cr = u.get("cache_read_input_tokens", 0)
             i = u["input_tokens"] + cr + u.get("cache_creation_input_tokens", 0)
-            o = u["output_tokens"] + u.get("reasoning_tokens", 0)
+            o = u["output_tokens"]
+            # xAI: total = input + cache read + cache creation + output (reasoning inside output);
+            # a build whose total also counts reasoning reports it apart from output
+            if u.get("total_tokens") == i + o + u.get("reasoning_tokens", 0) != i + o:
+                o += u["reasoning_tokens"]
             return tot(i, o, cr, d.get("total_cost_usd"))
         if d.get("type") == "step_finish":
             ticks = u.get("costUsdTicks")

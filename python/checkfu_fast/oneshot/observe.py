@@ -219,7 +219,8 @@ class _Fold:
     - a ``partial`` assistant text is held until the next observation: dropped when a whole
       (not ``partial``) assistant text comes first (it repeated the chunks), emitted otherwise;
       once a whole text was seen, later partial texts are repeats and dropped;
-    - an outcome event with ``repeatsError`` repeats an error already reported: not an outcome.
+    - an outcome event with ``repeatsError`` repeats an error already reported: not an outcome
+      (an error event with it is one only when the last outcome so far is not an error).
     """
 
     def __init__(self, output_schema: Any) -> None:
@@ -337,6 +338,8 @@ class _Fold:
             if subtype == "result":
                 self.result_text = self.final_text(e)
         elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
+            if e.get("repeatsError") is True and _dict(self.final).get("kind") == "error":
+                return  # a generic repeat of the error before it: that (actionable) one stands
             self.outcome(e)
             if "resultText" in e or "structuredOutput" in e:  # an error result's own text
                 self.result_text = self.final_text(e)

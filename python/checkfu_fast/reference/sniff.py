@@ -21,9 +21,21 @@ _PI_ONLY_TYPES = (
     "agent_start", "agent_end", "agent_settled", "turn_start", "turn_end", "message_update",
     "tool_execution_start", "tool_execution_update", "tool_execution_end",
     "auto_retry_start", "auto_retry_end", "auto_compaction_start", "auto_compaction_end",
+    "compaction_start", "compaction_end", "queue_update", "session_info_changed",
+    "thinking_level_changed",
 )  # fmt: skip
 _GROK_ONLY_TYPES = ("tool_call_update", "available_commands", "max_turns_reached")
 _SUPERAGENT_TYPES = ("step_start", "step_finish", "text", "tool_use")
+_CLAUDE_INIT_TELLS = ("tools", "claude_code_version", "capabilities", "output_style")
+# The keys of grok's bare error line (xAI: `message` plus the spend of the run; superagent:
+# `sessionID`, `timestamp`). codex prints the same shape, but always after `thread.started`.
+_GROK_ERROR_KEYS = frozenset(
+    (
+        "type", "message", "sessionId", "sessionID", "timestamp", "requestId", "usage",
+        "num_turns", "modelUsage", "total_cost_usd", "total_cost_usd_ticks", "cost_is_partial",
+        "usage_is_incomplete",
+    )
+)  # fmt: skip
 
 
 def sniff(v: Any) -> str | None:
@@ -41,7 +53,8 @@ def sniff(v: Any) -> str | None:
         if t in _CLAUDE_ONLY_TYPES or "uuid" in v or "parent_tool_use_id" in v:
             return "claude"
         if t == "system" and v.get("subtype") == "init":
-            return "claude" if "tools" in v else "cursor"
+            # `apiKeySource` is no tell: cursor's init has it too
+            return "claude" if any(k in v for k in _CLAUDE_INIT_TELLS) else "cursor"
         if t == "result":
             if "request_id" in v:
                 return "cursor"
@@ -77,6 +90,8 @@ def _sniff_later(t: str, v: dict[str, Any]) -> str | None:
     if (t == "thought" or t == "text") and isinstance(v.get("data"), str):
         return "grok"
     if t == "end" and "stopReason" in v:
+        return "grok"
+    if t == "error" and isinstance(v.get("message"), str) and _GROK_ERROR_KEYS.issuperset(v):
         return "grok"
     if t in _SUPERAGENT_TYPES and "stepNumber" in v:
         return "grok"

@@ -43,6 +43,8 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
     if t == "usage" and isinstance(v.get("messageId"), str) and v["messageId"]:
         out["modelCallId"] = v["messageId"]
     out.update(line_extras(v, outcome=t is None or t == "end"))
+    if t == "run_finish" and v.get("success") is False:
+        out["repeatsError"] = True  # an error line before it is the ending
     return out
 
 
@@ -61,12 +63,16 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     t = v.get("type")
     if t is None:
         return _json_object(v)
-    if t == "thought":
-        return [msg("thinking", "assistant", text_of(v.get("data")) or "")]
-    if t == "text":
+    if t == "thought" or t == "text":
         d = v.get("data")
-        text = d if isinstance(d, str) else text_of(v.get("text"))
-        return [msg("text", "assistant", text or "")]
+        if isinstance(d, str):  # xAI streaming-json: a token chunk, the only form of the text
+            ev = msg("thinking" if t == "thought" else "text", "assistant", d)
+            ev["delta"] = True
+            ev["deltaOnly"] = True
+            return [ev]
+        if t == "thought":
+            return [msg("thinking", "assistant", "")]
+        return [msg("text", "assistant", text_of(v.get("text")) or "")]  # superagent: per step
     if t == "tool_call":
         return [tool_call(_tool_name(v), v.get("rawInput"), v.get("toolCallId"))]
     if t == "tool_call_update":
@@ -87,7 +93,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "available_commands":
         return [status("progress", t)]
     if isinstance(t, str) and t.startswith("auto_compact"):
-        return [compaction_tokens(status("compaction", t), v)]
+        text = "aborted" if v.get("aborted") is True else t
+        return [compaction_tokens(status("compaction", text), v)]
     if t == "max_turns_reached":
         message = text_of(v.get("message")) or "max turns reached"
         return [error("max_turns", "max_turns_reached", message, "semantic")]
@@ -103,6 +110,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return _superagent_tool(v)
     if t == "step_finish":
         return _step_finish(v)
+    if t == "run_finish":
+        return _run_finish(v)
     return []
 
 
@@ -133,11 +142,33 @@ def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
     if not isinstance(u, dict):
         u = {}
     cached = u.get("cache_read_input_tokens")
-    # input_tokens is the uncached part; reasoning_tokens are reported apart from output_tokens
+    # input_tokens is the uncached part
     inputs = [u.get("input_tokens"), cached, u.get("cache_creation_input_tokens")]
-    return usage(
-        scope, model, inputs, cached, [u.get("output_tokens"), u.get("reasoning_tokens")], cost
+    outputs = [u.get("output_tokens")]
+    if _reasoning_apart(u):
+        outputs.append(u.get("reasoning_tokens"))
+    return usage(scope, model, inputs, cached, outputs, cost)
+
+
+def _reasoning_apart(u: dict[str, Any]) -> bool:
+    """``reasoning_tokens`` are inside ``output_tokens`` (the xAI token-field policy), except in
+    builds whose ``total_tokens`` counts them apart: ``total_tokens`` = input + cache read +
+    cache creation + output + reasoning (docs/formats-2026.md section 6.1)."""
+    keys = (
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
     )
+    total, reasoning = u.get("total_tokens"), u.get("reasoning_tokens")
+    if not (_int_count(total) and _int_count(reasoning) and reasoning > 0):
+        return False
+    return sum(u[k] for k in keys if _int_count(u.get(k))) == total
+
+
+def _int_count(x: Any) -> bool:
+    return type(x) is int and 0 <= x < 1 << 63
 
 
 def _first_model(model_usage: Any) -> Any:
@@ -193,6 +224,20 @@ def _superagent_tool(v: dict[str, Any]) -> list[Event]:
     if isinstance(tr, dict):
         text = text_of(tr.get("output")) or text_of(tr.get("error")) or ""
         out.append(_raw_result(tool_result(name, cid, tr.get("success") is False, text), v))
+    return out
+
+
+def _run_finish(v: dict[str, Any]) -> list[Event]:
+    """superagent's last line: ``status/result`` (``success``/``failed``); a failed run adds an
+    ``error/run_failed`` (semantic), which the line's ``repeatsError`` lets an earlier error
+    line outrank."""
+    ok = v.get("success")
+    out = [status("result", "success" if ok is True else "failed" if ok is False else None)]
+    if ok is False:
+        code = v.get("exitCode")
+        i64 = type(code) is int and -(1 << 63) <= code < 1 << 63
+        message = f"run failed (exit code {code})" if i64 else "run failed"
+        out.append(error("run_failed", "run_failed", message, "semantic"))
     return out
 
 

@@ -14,6 +14,7 @@ from ..events import (
     Event,
     classify,
     error,
+    is_count,
     kind_for_status,
     line_extras,
     msg,
@@ -40,7 +41,25 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
         if isinstance(part.get("id"), str) and part["id"]:
             out["nativeId"] = part["id"]
     out.update(line_extras(v, outcome=v.get("type") in ("step_finish", "done")))
+    if v.get("type") == "error" and _generic_error(v.get("error")):
+        out["repeatsError"] = True
     return out
+
+
+# The message opencode's HTTP layer gives any defect: it follows the actionable error of the
+# same failure (opencode #47162), so it repeats it (docs/formats-2026.md section 8.1).
+GENERIC_ERROR = "Unexpected server error. Check server logs for details."
+
+
+def _generic_error(e: Any) -> bool:
+    if not isinstance(e, dict):
+        return False
+    d = e.get("data")
+    return (
+        e.get("name") == "UnknownError"
+        and isinstance(d, dict)
+        and d.get("message") == GENERIC_ERROR
+    )
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -92,6 +111,13 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
         cache = tk.get("cache")
         c = cache if isinstance(cache, dict) else {}
         cached = c.get("read")
+        cost = p.get("cost")
+        counts = [tk.get("input"), tk.get("output"), tk.get("reasoning"), cached, c.get("write")]
+        counts = [x for x in [*counts, tk.get("total")] if is_count(x)]
+        if is_count(cost) and cost > 0 and counts and all(x == 0 for x in counts):
+            # opencode #15779: all-zero tokens with a cost report no tokens, not real zeros
+            out.append(usage("turn", v.get("modelID"), [], None, [], cost))
+            return out
         out.append(
             usage(
                 "turn",
@@ -99,7 +125,7 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
                 [tk.get("input"), cached, c.get("write")],
                 cached,
                 [tk.get("output"), tk.get("reasoning")],
-                p.get("cost"),
+                cost,
             )
         )
     return out

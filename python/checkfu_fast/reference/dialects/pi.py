@@ -21,6 +21,7 @@ from ..events import (
     line_extras,
     msg,
     name_or_unknown,
+    nonneg_int,
     status,
     text_of,
     tool_call,
@@ -38,6 +39,9 @@ _LIFECYCLE = {
     "turn_start": "turn_started",
     "turn_end": "turn_completed",
     "agent_end": "result",
+    # session settings that changed
+    "session_info_changed": "progress",
+    "thinking_level_changed": "progress",
 }
 _DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 
@@ -57,18 +61,25 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
     out.update(line_extras(v, outcome=t in ("message_end", "turn_end", "agent_end")))
     if t in ("turn_end", "agent_end") and _ended_in_error(v):
         out["repeatsError"] = True
+    elif t == "agent_end" and _last_assistant(v) is None:
+        out["repeatsError"] = True  # repeats no message: the turn_end before it stands
     return out
+
+
+def _last_assistant(v: dict[str, Any]) -> dict[str, Any] | None:
+    messages = v.get("messages")
+    candidates = messages if isinstance(messages, list) else [v.get("message")]
+    for m in reversed(candidates):
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            return m
+    return None
 
 
 def _ended_in_error(v: dict[str, Any]) -> bool:
     """``turn_end``/``agent_end`` repeat the turn's last assistant message; when it stopped with
     ``error`` or ``aborted`` its ``message_end`` already gave the error event."""
-    messages = v.get("messages")
-    candidates = messages if isinstance(messages, list) else [v.get("message")]
-    for m in reversed(candidates):
-        if isinstance(m, dict) and m.get("role") == "assistant":
-            return m.get("stopReason") in ("error", "aborted")
-    return False
+    m = _last_assistant(v)
+    return m is not None and m.get("stopReason") in ("error", "aborted")
 
 
 def map_line(v: dict[str, Any]) -> list[Event]:
@@ -102,6 +113,12 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         if "result" in v:  # details are not content
             ev["toolResult"] = content_blocks(r)
         return [ev]
+    if t == "queue_update":
+        return [status("progress", _queue_text(v))]
+    if t == "compaction_start":
+        return [status("compaction", text_of(v.get("reason")) or t)]
+    if t == "compaction_end":
+        return [_compaction_end(v, t)]
     if t == "auto_compaction_start":
         return [compaction_tokens(status("compaction", text_of(v.get("reason"))), v)]
     if t == "auto_compaction_end":
@@ -125,6 +142,32 @@ def map_line(v: dict[str, Any]) -> list[Event]:
             return [error("retry_failed", "retry_failed", final, classify(final))]
         return [status("progress", t)]
     return []
+
+
+def _queue_text(v: dict[str, Any]) -> str:
+    """``queue: N steering, M follow-up`` (the queues' lengths)."""
+    n = [len(q) if isinstance(q, list) else 0 for q in (v.get("steering"), v.get("followUp"))]
+    return f"queue: {n[0]} steering, {n[1]} follow-up"
+
+
+def _compaction_end(v: dict[str, Any], t: str) -> Event:
+    """``compaction_end`` (0.84; ``auto_compaction_end`` renamed): the text is the ``reason``;
+    ``result.tokensBefore`` is the context size before (pi gives no size after)."""
+    message = text_of(v.get("errorMessage"))
+    if message:
+        # a compaction that will be retried is not the ending
+        if v.get("willRetry") is True:
+            ev = error("retry", "compaction_error", message, classify(message))
+            ev["retry"] = True
+            return ev
+        return error("compaction_error", "compaction_error", message, classify(message))
+    if v.get("aborted") is True:
+        return status("compaction", "aborted")
+    ev = compaction_tokens(status("compaction", text_of(v.get("reason")) or t), v)
+    r = v.get("result")
+    if "tokensBefore" not in ev and isinstance(r, dict) and nonneg_int(r.get("tokensBefore")):
+        ev["tokensBefore"] = r["tokensBefore"]
+    return ev
 
 
 def _update(e: Any) -> Event:
@@ -166,6 +209,17 @@ def _message(m: dict[str, Any]) -> list[Event]:
     if role == "toolResult":
         # the result itself was reported by tool_execution_end
         return [status("progress", text_of(m.get("toolName")))]
+    # extended messages (0.84): summaries and extension messages are system text, a user's
+    # `!command` run is progress
+    if role == "compactionSummary" or role == "branchSummary":
+        summary = m.get("summary")
+        return [
+            msg("text", "system", summary) if isinstance(summary, str) else status("progress", role)
+        ]
+    if role == "custom":
+        return _blocks(m.get("content"), "system")
+    if role == "bashExecution":
+        return [status("progress", text_of(m.get("command")) or "bashExecution")]
     if role != "assistant":
         return []
     out = _blocks(m.get("content"), "assistant")
