@@ -620,8 +620,10 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
         }
         a.close();
     }
-    if let (Some(b), Some(a)) = (x.tokens_before, x.tokens_after) {
+    if let Some(b) = x.tokens_before {
         o.value("tokensBefore", b); // d.set_item("tokensBefore", value(b))
+    }
+    if let Some(a) = x.tokens_after {
         o.value("tokensAfter", a); // d.set_item("tokensAfter", value(a))
     }
     if x.retry {
