@@ -164,8 +164,9 @@ pub struct Extra<'v> {
     pub provider_tool_name: Option<Text<'v>>,
     pub provider_arguments: Option<Value<'v>>,
     pub tool_result: Option<ToolResult<'v>>,
-    /// `(event, path)`: `create`, `modify` or `delete`.
-    pub file_changes: Vec<(&'static str, Text<'v>)>,
+    /// `(event, path, diff)`: `create`, `modify` or `delete`; the change's own diff when the
+    /// stream gives one.
+    pub file_changes: Vec<(&'static str, Text<'v>, Option<&'v str>)>,
     pub subagent: Option<Subagent<'v>>,
     pub tokens_before: Option<&'v Value<'v>>,
     pub tokens_after: Option<&'v Value<'v>>,

@@ -860,7 +860,7 @@ fn event_extras<'v>(x: &EmitExtras, e: &Emit, v: &'v Value<'v>, ev: &mut Event<'
             .find(|f| event.as_deref() == Some(**f))
             .copied();
         if let (Some(event), Some(path)) = (event, string(Some(path), v)) {
-            ev.x().file_changes = vec![(event, path)];
+            ev.x().file_changes = vec![(event, path, None)];
         }
     }
     if let Some(sa) = &x.subagent {

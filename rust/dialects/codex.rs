@@ -112,14 +112,16 @@ fn file_event(kind: Option<&str>) -> Option<&'static str> {
     })
 }
 
-fn file_changes<'v>(changes: Option<&'v Value<'v>>) -> Vec<(&'static str, Text<'v>)> {
+fn file_changes<'v>(
+    changes: Option<&'v Value<'v>>,
+) -> Vec<(&'static str, Text<'v>, Option<&'v str>)> {
     let mut out = Vec::new();
     match changes {
         Some(Value::Array(items)) => {
             for c in items.iter().filter(|c| c.is_object()) {
                 if let (Some(e), Some(p)) = (file_event(c.str_at("kind")), nonempty(c.get("path")))
                 {
-                    out.push((e, Cow::Borrowed(p)));
+                    out.push((e, Cow::Borrowed(p), c.str_at("diff")));
                 }
             }
         }
@@ -131,7 +133,7 @@ fn file_changes<'v>(changes: Option<&'v Value<'v>>) -> Vec<(&'static str, Text<'
                     None
                 };
                 if let Some(e) = file_event(kind).filter(|_| !path.is_empty()) {
-                    out.push((e, Cow::Borrowed(path)));
+                    out.push((e, Cow::Borrowed(path), None));
                 }
             }
         }
@@ -697,7 +699,7 @@ mod tests {
                     .map(|x| {
                         x.file_changes
                             .iter()
-                            .map(|(e, p)| (*e, p.as_ref()))
+                            .map(|(e, p, _)| (*e, p.as_ref()))
                             .collect()
                     })
                     .unwrap_or_default();

@@ -53,7 +53,10 @@ def _file_changes(changes: Any) -> list[dict[str, str]]:
             event = FILE_EVENTS.get(c.get("kind")) if isinstance(c.get("kind"), str) else None
             path = c.get("path")
             if event is not None and isinstance(path, str) and path:
-                out.append({"event": event, "path": path})
+                change = {"event": event, "path": path}
+                if isinstance(c.get("diff"), str):  # 2026 builds print each change's diff
+                    change["diff"] = c["diff"]
+                out.append(change)
     elif isinstance(changes, dict):  # legacy: {path: {"add"|"update"|"delete": ...}}
         for path, change in changes.items():
             kind = next(iter(change), None) if isinstance(change, dict) else None
