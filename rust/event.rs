@@ -190,6 +190,8 @@ pub struct LineMeta<'v> {
     pub structured_output: Option<&'v Value<'v>>,
     pub repeats_error: bool,
     pub partial: bool,
+    /// The result text joins every agent message of the turn (not only the final answer).
+    pub result_joins_messages: bool,
 }
 
 pub fn name_or_unknown<'v>(v: Option<&'v Value<'v>>) -> Text<'v> {

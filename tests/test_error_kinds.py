@@ -22,8 +22,8 @@ def _kinds(impl, messages: list[str]) -> list[str]:
 
 
 def test_python_reads_the_data_file() -> None:
-    assert events.QUOTA_NEEDLES == tuple(TABLE["quota"])
-    assert events.TRANSPORT_NEEDLES == tuple(TABLE["transport"])
+    assert tuple(TABLE["quota"]) == events.QUOTA_NEEDLES
+    assert tuple(TABLE["transport"]) == events.TRANSPORT_NEEDLES
     assert all(n == n.lower() and n.isascii() for n in TABLE["quota"] + TABLE["transport"])
 
 
@@ -44,7 +44,10 @@ def test_every_needle_classifies_the_same_on_both_paths() -> None:
     ("message", "kind"),
     [
         # docs/formats-2026.md section 2.1, verbatim
-        ("We're currently experiencing high demand, which may cause temporary errors.", "transport"),
+        (
+            "We're currently experiencing high demand, which may cause temporary errors.",
+            "transport",
+        ),
         ("Selected model is at capacity. Please try a different model.", "transport"),
         (
             "Reconnecting... 1/5 (stream disconnected before completion: Our servers are "

@@ -339,6 +339,9 @@ fn event<'py>(
     if m.partial {
         d.set_item(intern!(py, "partial"), true)?;
     }
+    if m.result_joins_messages {
+        d.set_item(intern!(py, "resultJoinsMessages"), true)?;
+    }
     if rec.repairs > 0 {
         d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
     }
