@@ -699,3 +699,15 @@ def test_codex_collab_keeps_the_prompt_and_the_reply():
         state["last_response"]
         == "Fixed: parse_range now keeps the inclusive end; all 14 tests pass."
     )
+
+
+def test_mapped_result_joins_messages_flag():
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    path = ROOT / "tests" / "data" / "oneshot.mapping.json"
+    lines = [{"ev": "done", "final": "A.B.", "joined": True}, {"ev": "done", "final": "C."}]
+    for impl in (checkfu_fast, reference):
+        evs = impl.normalize(jsonl(*lines), impl.load_dialect(path))
+        assert [e.get("resultJoinsMessages") for e in evs] == [True, None]
+        assert [e.get("resultText") for e in evs] == ["A.B.", "C."]
