@@ -711,3 +711,16 @@ def test_mapped_result_joins_messages_flag():
         evs = impl.normalize(jsonl(*lines), impl.load_dialect(path))
         assert [e.get("resultJoinsMessages") for e in evs] == [True, None]
         assert [e.get("resultText") for e in evs] == ["A.B.", "C."]
+
+
+def test_codex_2026_file_change_counts_once_and_carries_its_diff():
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    data = (EXAMPLES / "codex-2026.jsonl").read_bytes()
+    for impl in (checkfu_fast, reference):
+        evs = [e for e in impl.normalize(data, "codex") if e["subtype"] == "file_change"]
+        assert [e.get("toolClass") for e in evs] == [None, "filesystem"]  # started, completed
+        diff = "@@ -12 +12 @@\n-    return list(range(start, end))\n+    return list(range(start, end + 1))\n"
+        path = "/home/dev/work/parser/src/parser/range.py"
+        assert evs[1]["fileChanges"] == [{"event": "modify", "path": path, "diff": diff}]

@@ -283,7 +283,11 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 .collect::<Vec<_>>()
                 .join(", ");
             let mut ev = status("file_change", Some(Cow::Owned(changes)));
-            ev.x().tool_class = Some("filesystem"); // a patch applied without a tool_use event
+            if phase == "completed" {
+                // a patch run without a tool_use event, counted once (2026 builds also print
+                // it started and updated)
+                ev.x().tool_class = Some("filesystem");
+            }
             if item.str_eq("status", "completed") {
                 ev.x().file_changes = file_changes(item.get("changes"));
             }

@@ -187,7 +187,10 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
     if it == "file_change":
         changes = _changes_text(item.get("changes"))
         ev = status("file_change", changes)
-        ev["toolClass"] = "filesystem"  # a patch applied without a tool_use event
+        if phase == "completed":
+            # a patch run without a tool_use event, counted once (2026 builds also print it
+            # started and updated)
+            ev["toolClass"] = "filesystem"
         if item.get("status") == "completed":
             applied = _file_changes(item.get("changes"))
             if applied:
