@@ -721,6 +721,9 @@ def test_codex_2026_file_change_counts_once_and_carries_its_diff():
     for impl in (checkfu_fast, reference):
         evs = [e for e in impl.normalize(data, "codex") if e["subtype"] == "file_change"]
         assert [e.get("toolClass") for e in evs] == [None, "filesystem"]  # started, completed
-        diff = "@@ -12 +12 @@\n-    return list(range(start, end))\n+    return list(range(start, end + 1))\n"
+        diff = (
+            "@@ -12 +12 @@\n-    return list(range(start, end))\n"
+            "+    return list(range(start, end + 1))\n"
+        )
         path = "/home/dev/work/parser/src/parser/range.py"
         assert evs[1]["fileChanges"] == [{"event": "modify", "path": path, "diff": diff}]
