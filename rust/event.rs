@@ -5,6 +5,7 @@
 //! `dialect`, `raw` and `parsed`. Nothing here allocates for text that is already in the line.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use crate::value::Value;
 
@@ -163,8 +164,9 @@ pub struct Extra<'v> {
     pub provider_tool_name: Option<Text<'v>>,
     pub provider_arguments: Option<Value<'v>>,
     pub tool_result: Option<ToolResult<'v>>,
-    /// `(event, path)`: `create`, `modify` or `delete`.
-    pub file_changes: Vec<(&'static str, Text<'v>)>,
+    /// `(event, path, diff)`: `create`, `modify` or `delete`; the change's own diff when the
+    /// stream gives one.
+    pub file_changes: Vec<(&'static str, Text<'v>, Option<&'v str>)>,
     pub subagent: Option<Subagent<'v>>,
     pub tokens_before: Option<&'v Value<'v>>,
     pub tokens_after: Option<&'v Value<'v>>,
@@ -188,6 +190,8 @@ pub struct LineMeta<'v> {
     pub structured_output: Option<&'v Value<'v>>,
     pub repeats_error: bool,
     pub partial: bool,
+    /// The result text joins every agent message of the turn (not only the final answer).
+    pub result_joins_messages: bool,
 }
 
 pub fn name_or_unknown<'v>(v: Option<&'v Value<'v>>) -> Text<'v> {
@@ -364,53 +368,45 @@ pub fn usage<'v>(
     }
 }
 
-/// Error-kind needles, lowercase ASCII; quota is checked before transport.
-const QUOTA_NEEDLES: &[&str] = &[
-    "rate limit",
-    "rate_limit",
-    "ratelimit",
-    "usage limit",
-    "usage_limit",
-    "limit reached",
-    "hit your",
-    "quota",
-    "billing",
-    "credit balance",
-    "insufficient_quota",
-    "out of extra usage",
-    "budget exhausted",
-    "too many requests",
-];
-const TRANSPORT_NEEDLES: &[&str] = &[
-    "reconnecting",
-    "timeout",
-    "timed out",
-    "connection",
-    "network",
-    "disconnect",
-    "stream ended",
-    "stream error",
-    "overloaded",
-    "econnreset",
-    "socket",
-    "unavailable",
-    "bad gateway",
-    "internal server error",
-];
+/// The error-kind needle table (lowercase ASCII; quota is checked before transport): one data
+/// file, which the reference twin (`reference/events.py`) loads too.
+const ERROR_KINDS_JSON: &str = include_str!("../python/checkfu_fast/dialects/error_kinds.json");
+
+/// `(quota, transport)` needles of [`ERROR_KINDS_JSON`], parsed once (a test checks the file
+/// parses and both lists are non-empty).
+pub fn error_needles() -> &'static (Vec<String>, Vec<String>) {
+    static NEEDLES: OnceLock<(Vec<String>, Vec<String>)> = OnceLock::new();
+    NEEDLES.get_or_init(|| {
+        let Ok((doc, _)) = crate::parse::parse(ERROR_KINDS_JSON) else {
+            return (Vec::new(), Vec::new());
+        };
+        let list = |k: &str| -> Vec<String> {
+            doc.get(k)
+                .map(Value::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_ascii_lowercase)
+                .collect()
+        };
+        (list("quota"), list("transport"))
+    })
+}
 
 /// Error kind of a native error message: `quota`, `transport` or `semantic`.
 pub fn classify(message: &str) -> &'static str {
     let low = message.to_ascii_lowercase();
     let codes = status_codes(low.as_bytes());
-    let has = |needles: &[&str]| {
+    let (quota, transport) = error_needles();
+    let has = |needles: &[String]| {
         needles
             .iter()
             .any(|n| memchr::memmem::find(low.as_bytes(), n.as_bytes()).is_some())
     };
-    if codes.contains(&429) || has(QUOTA_NEEDLES) {
+    if codes.contains(&429) || has(quota) {
         return "quota";
     }
-    if codes.iter().any(|c| (500..=599).contains(c)) || has(TRANSPORT_NEEDLES) {
+    if codes.iter().any(|c| (500..=599).contains(c)) || has(transport) {
         return "transport";
     }
     "semantic"
@@ -620,6 +616,27 @@ pub static NULL: Value<'static> = Value::Null;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn needle_table_parses() {
+        let (quota, transport) = error_needles();
+        assert!(quota.iter().any(|n| n == "quota"));
+        assert!(transport.iter().any(|n| n == "high demand"));
+    }
+
+    #[test]
+    fn classifies_2026_messages() {
+        let high = "We're currently experiencing high demand, which may cause temporary errors.";
+        assert_eq!(classify(high), "transport");
+        assert_eq!(
+            classify("Selected model is at capacity. Please try a different model."),
+            "transport"
+        );
+        assert_eq!(
+            classify("stream disconnected before completion: Concurrency limit exceeded for user, please retry later"),
+            "quota"
+        );
+    }
 
     #[test]
     fn classifies_real_messages() {

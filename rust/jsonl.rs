@@ -567,6 +567,9 @@ fn write_event(
     if m.partial {
         o.bool("partial", true); // d.set_item("partial", true)
     }
+    if m.result_joins_messages {
+        o.bool("resultJoinsMessages", true); // d.set_item("resultJoinsMessages", true)
+    }
     if rec.repairs > 0 {
         o.u64("repairedSurrogates", rec.repairs as u64); // d.set_item("repairedSurrogates", ..)
     }
@@ -591,13 +594,16 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
     if !x.file_changes.is_empty() {
         let out = o.key("fileChanges"); // d.set_item("fileChanges", list)
         out.push(b'[');
-        for (i, (event, path)) in x.file_changes.iter().enumerate() {
+        for (i, (event, path, diff)) in x.file_changes.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             let mut c = Obj::open(out);
             c.str("event", event); // c.set_item("event", event)
             c.str("path", path); // c.set_item("path", path)
+            if let Some(diff) = diff {
+                c.str("diff", diff); // c.set_item("diff", diff)
+            }
             c.close();
         }
         out.push(b']');

@@ -143,13 +143,14 @@ struct LineSpec {
     structured_output: Vec<Pointer>,
     partial: Option<Cond>,
     repeats_error: Option<Cond>,
+    result_joins_messages: Option<Cond>,
 }
 
 const TOOL_CLASSES: [&str; 3] = ["shell", "filesystem", "mcp"];
 const PHASES: [&str; 3] = ["spawned", "started", "ended"];
 const FILE_EVENTS: [&str; 3] = ["create", "modify", "delete"];
 const DISPOSITIONS: [&str; 3] = ["completed", "failed", "canceled"];
-const META_KEYS: [&str; 10] = [
+const META_KEYS: [&str; 11] = [
     "sessionId",
     "nativeType",
     "modelCallId",
@@ -160,6 +161,7 @@ const META_KEYS: [&str; 10] = [
     "structuredOutput",
     "partial",
     "repeatsError",
+    "resultJoinsMessages",
 ];
 
 fn one_of(v: Option<&Value<'_>>, names: &[&'static str], at: &str) -> R<&'static str> {
@@ -241,6 +243,7 @@ fn line_spec(m: &Value<'_>) -> R<LineSpec> {
         structured_output: ptrs_at(m.get("structuredOutput"), at)?,
         partial: cond_at("partial")?,
         repeats_error: cond_at("repeatsError")?,
+        result_joins_messages: cond_at("resultJoinsMessages")?,
     })
 }
 
@@ -660,6 +663,10 @@ impl Mapping {
             structured_output: first(&l.structured_output),
             repeats_error: l.repeats_error.as_ref().is_some_and(|c| holds(c, v)),
             partial: l.partial.as_ref().is_some_and(|c| holds(c, v)),
+            result_joins_messages: l
+                .result_joins_messages
+                .as_ref()
+                .is_some_and(|c| holds(c, v)),
             ..LineMeta::default()
         }
     }
@@ -860,7 +867,7 @@ fn event_extras<'v>(x: &EmitExtras, e: &Emit, v: &'v Value<'v>, ev: &mut Event<'
             .find(|f| event.as_deref() == Some(**f))
             .copied();
         if let (Some(event), Some(path)) = (event, string(Some(path), v)) {
-            ev.x().file_changes = vec![(event, path)];
+            ev.x().file_changes = vec![(event, path, None)];
         }
     }
     if let Some(sa) = &x.subagent {

@@ -387,6 +387,8 @@ cursor_result = st.dictionaries(
             optional={
                 f: loose(texts)
                 for f in (
+                    "command",
+                    "reason",
                     "content",
                     "stdout",
                     "resultForModel",
@@ -416,7 +418,9 @@ cursor_records = st.one_of(
     record(
         {"type": st.just("system")},
         {
-            "subtype": loose(st.just("init")),
+            "subtype": loose(
+                st.sampled_from(["init", "background_shell_timeout", "task_notification"])
+            ),
             "model": loose(texts),
             "session_id": loose(ids),
             "apiKeySource": texts,
@@ -458,6 +462,45 @@ cursor_records = st.one_of(
                     max_size=2,
                 )
             ),
+        },
+    ),
+    record(
+        {"type": st.sampled_from(["connection", "retry", "interaction_query"])},
+        {
+            "subtype": loose(
+                st.sampled_from(
+                    ["reconnecting", "reconnected", "starting", "resuming", "request", "response"]
+                )
+            ),
+            "attempt": loose(st.one_of(counts, st.just(2**70))),
+            "query_type": loose(
+                st.sampled_from(["createPlanRequestQuery", "askQuestionRequestQuery"])
+            ),
+            "query": loose(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "createPlanRequestQuery": loose(
+                            st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "args": loose(
+                                        st.fixed_dictionaries({}, optional={"plan": loose(texts)})
+                                    )
+                                },
+                            )
+                        ),
+                    },
+                )
+            ),
+            "result": loose(
+                st.dictionaries(
+                    st.sampled_from(["approved", "rejected"]),
+                    loose(st.fixed_dictionaries({}, optional={"reason": loose(texts)})),
+                    max_size=2,
+                )
+            ),
+            "timestamp_ms": counts,
         },
     ),
     record(
@@ -529,6 +572,7 @@ codex_item = st.fixed_dictionaries(
                         optional={
                             "path": loose(texts),
                             "kind": loose(st.sampled_from(["add", "update", "delete"])),
+                            "diff": loose(texts),
                         },
                     )
                 ),
@@ -546,6 +590,45 @@ codex_item = st.fixed_dictionaries(
             )
         ),
         "message": loose(error_messages),
+        "action": loose(
+            st.fixed_dictionaries(
+                {"type": loose(st.sampled_from(["search", "open_page", "find_in_page", "other"]))},
+                optional={
+                    "query": loose(texts),
+                    "queries": loose(st.lists(loose(texts), max_size=3)),
+                    "url": loose(texts),
+                    "pattern": loose(texts),
+                },
+            )
+        ),
+        "prompt": loose(texts),
+        "receiver_thread_ids": loose(st.lists(loose(ids), max_size=2)),
+        "agents_states": loose(
+            st.dictionaries(
+                ids,
+                loose(
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "status": loose(
+                                st.sampled_from(
+                                    [
+                                        "pending_init",
+                                        "running",
+                                        "completed",
+                                        "errored",
+                                        "shutdown",
+                                        "not_found",
+                                    ]
+                                )
+                            ),
+                            "message": loose(texts),
+                        },
+                    )
+                ),
+                max_size=3,
+            )
+        ),
     },
 )
 codex_usage = st.fixed_dictionaries(

@@ -575,3 +575,156 @@ def test_a_later_result_line_without_text_ends_the_earlier_result_text():
         assert state["last_response"] == "the answer"
         _, state = observe(contract(), TurnRequest("hi"), jsonl(*lines[:2]), implementation=impl)
         assert state["last_response"] == "first run"
+
+
+# -- the 2026 example streams (docs/formats-2026.md sections 4 and 5) ----------------------------
+
+EXAMPLES = ROOT / "docs" / "examples-2026"
+
+
+def _example(name, dialect, impl="native"):
+    data = (EXAMPLES / name).read_bytes()
+    return observe(
+        contract(**CURSOR), TurnRequest("hi"), data, dialect=dialect, implementation=impl
+    )
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_cursor_default_mode_segments_are_whole_messages_and_the_answer_is_the_last(impl):
+    obs, state = _example("cursor-2026.jsonl", "cursor", impl)
+    segment1 = "\nI'll run the tests to see which one fails.\n"
+    final = "\nFixed: parse_range now keeps the inclusive end; all 14 tests pass.\n"
+    assert messages(obs) == [segment1, final]
+    # result.result joins both segments: the final answer is the last one
+    assert state["last_response"] == final
+    assert obs[-1]["type"] == "observation.finished"
+    assert obs[-1]["payload"]["turn"]["model_transient_retries"] == 1
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_cursor_partial_mode_resends_replace_their_chunks(impl):
+    obs, state = _example("cursor-2026-partial.jsonl", "cursor", impl)
+    final = "`sample.txt` contained:\n\n```\nhello\n```"
+    assert messages(obs) == ["Checking now.", final]
+    assert state["last_response"] == final
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_cursor_stream_that_stops_after_reconnects_is_a_transport_failure(impl):
+    obs, state = _example("cursor-2026-failure.jsonl", "cursor", impl)
+    assert obs[-1] == {
+        "type": "observation.retryable_failure",
+        "payload": {
+            "error": {
+                "type": "model.platform_supply_unavailable",
+                "message": "reconnecting (attempt 2)",
+            }
+        },
+    }
+    assert state["last_response"] == ""
+
+
+def test_a_whole_text_that_does_not_repeat_the_held_chunks_releases_them():
+    data = jsonl(_cursor("First."), _cursor("Second.", partial=False))
+    obs, state = observe(contract(**CURSOR), TurnRequest("hi"), data, dialect="cursor")
+    assert messages(obs) == ["First.", "Second."]
+    assert state["last_response"] == "Second."
+
+
+def test_a_result_without_text_after_the_last_tool_keeps_its_own_text():
+    call = {
+        "type": "tool_call",
+        "subtype": "started",
+        "call_id": "c1",
+        "tool_call": {"readToolCall": {"args": {"path": "a"}}},
+    }
+    result = {"type": "result", "subtype": "success", "is_error": False, "result": "A.B."}
+    data = jsonl(_cursor("A.", partial=False), _cursor("B.", partial=False), call, result)
+    _, state = observe(contract(**CURSOR), TurnRequest("hi"), data, dialect="cursor")
+    assert state["last_response"] == "A.B."
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "message"),
+    [
+        (
+            "codex-2026-failure.jsonl",
+            "model.platform_supply_unavailable",
+            "We're currently experiencing high demand, which may cause temporary errors.",
+        ),
+        (
+            "codex-2026-failure-concurrency.jsonl",
+            "model.platform_capacity_reached",
+            "stream disconnected before completion: Concurrency limit exceeded for user, "
+            "please retry later",
+        ),
+        (
+            "codex-2026-failure-budget.jsonl",
+            "model.platform_capacity_reached",
+            "shared rollout token budget exhausted",
+        ),
+    ],
+)
+def test_codex_2026_failures(name, kind, message):
+    for impl in ("native", "reference"):
+        obs, _ = _example(name, "codex", impl)
+        assert obs[-1] == {
+            "type": "observation.retryable_failure",
+            "payload": {"error": {"type": kind, "message": message}},
+        }
+
+
+def test_codex_collab_keeps_the_prompt_and_the_reply():
+    obs, state = _example("codex-2026.jsonl", "codex")
+    uses = {
+        o["payload"]["tool_use_id"]: o["payload"] for o in obs if o["type"].endswith("tool_use")
+    }
+    results = {
+        o["payload"]["tool_use_id"]: o["payload"] for o in obs if o["type"].endswith("tool_result")
+    }
+    prompt = (
+        "Find why tests/test_range.py::test_inclusive_end fails and reply with the one-line cause."
+    )
+    assert uses["item_6"]["args"] == {"prompt": prompt, "receiver_thread_ids": []}
+    reply = "parse_range uses range(start, end) so the inclusive end is dropped."
+    child = "01a0bb3b-9c37-79f3-82e2-02c7a1a20ea9"
+    assert results["item_7"]["result"] == {child: {"status": "completed", "message": reply}}
+    started = [o["payload"] for o in obs if o["type"] == "observation.subagent_started"]
+    completed = [o["payload"] for o in obs if o["type"] == "observation.subagent_completed"]
+    assert [s["description"] for s in started] == [prompt]
+    assert [c["disposition"] for c in completed] == ["completed"]
+    assert started[0]["subagent"] == completed[0]["subagent"]
+    search = uses["ws_06adad68e217ee90016aabb953ced487d085c482afedfc2915"]
+    assert search["args"]["queries"] == ["pytest 9 release notes", "pytest 9 deprecations"]
+    assert (
+        state["last_response"]
+        == "Fixed: parse_range now keeps the inclusive end; all 14 tests pass."
+    )
+
+
+def test_mapped_result_joins_messages_flag():
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    path = ROOT / "tests" / "data" / "oneshot.mapping.json"
+    lines = [{"ev": "done", "final": "A.B.", "joined": True}, {"ev": "done", "final": "C."}]
+    for impl in (checkfu_fast, reference):
+        evs = impl.normalize(jsonl(*lines), impl.load_dialect(path))
+        assert [e.get("resultJoinsMessages") for e in evs] == [True, None]
+        assert [e.get("resultText") for e in evs] == ["A.B.", "C."]
+
+
+def test_codex_2026_file_change_counts_once_and_carries_its_diff():
+    import checkfu_fast
+    from checkfu_fast import reference
+
+    data = (EXAMPLES / "codex-2026.jsonl").read_bytes()
+    for impl in (checkfu_fast, reference):
+        evs = [e for e in impl.normalize(data, "codex") if e["subtype"] == "file_change"]
+        assert [e.get("toolClass") for e in evs] == [None, "filesystem"]  # started, completed
+        diff = (
+            "@@ -12 +12 @@\n-    return list(range(start, end))\n"
+            "+    return list(range(start, end + 1))\n"
+        )
+        path = "/home/dev/work/parser/src/parser/range.py"
+        assert evs[1]["fileChanges"] == [{"event": "modify", "path": path, "diff": diff}]

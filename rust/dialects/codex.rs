@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, content_blocks, content_text, error, line_extras, msg, name_or_unknown, nonempty,
-    or_str, status, tool_call, tool_result, usage, Event, LineMeta, Text, ToolResult,
+    or_str, status, tool_call, tool_result, usage, Event, LineMeta, Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -112,14 +112,16 @@ fn file_event(kind: Option<&str>) -> Option<&'static str> {
     })
 }
 
-fn file_changes<'v>(changes: Option<&'v Value<'v>>) -> Vec<(&'static str, Text<'v>)> {
+fn file_changes<'v>(
+    changes: Option<&'v Value<'v>>,
+) -> Vec<(&'static str, Text<'v>, Option<&'v str>)> {
     let mut out = Vec::new();
     match changes {
         Some(Value::Array(items)) => {
             for c in items.iter().filter(|c| c.is_object()) {
                 if let (Some(e), Some(p)) = (file_event(c.str_at("kind")), nonempty(c.get("path")))
                 {
-                    out.push((e, Cow::Borrowed(p)));
+                    out.push((e, Cow::Borrowed(p), c.str_at("diff")));
                 }
             }
         }
@@ -131,7 +133,7 @@ fn file_changes<'v>(changes: Option<&'v Value<'v>>) -> Vec<(&'static str, Text<'
                     None
                 };
                 if let Some(e) = file_event(kind).filter(|_| !path.is_empty()) {
-                    out.push((e, Cow::Borrowed(path)));
+                    out.push((e, Cow::Borrowed(path), None));
                 }
             }
         }
@@ -245,20 +247,28 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 _ => out.push(status("progress", Some(Cow::Borrowed("mcp_tool_call")))),
             }
         }
-        // The query is known only on completion (started carries "" or nothing, and older
+        // The query is known only on completion (started carries "" and action "other", older
         // builds print no started item): the call and its result both come from completed.
         Some("web_search") => match phase {
             "completed" => {
-                let mut call = tool_call(Cow::Borrowed("web_search"), item.get("query"), iid);
-                call.x().provider_arguments = Some(one("query", item.get("query")));
+                let action = item.get("action").filter(|a| a.is_object());
+                // the arguments: the action (the provider's own), else the query
+                let mut call = tool_call(
+                    Cow::Borrowed("web_search"),
+                    action.or(item.get("query")),
+                    iid,
+                );
+                if action.is_none() {
+                    call.x().provider_arguments = Some(one("query", item.get("query")));
+                }
                 out.push(call);
                 // the item reports the query, no result content: no toolResult
-                out.push(tool_result(
-                    Cow::Borrowed("web_search"),
-                    iid,
-                    false,
-                    text_or_empty(item, "query"),
-                ));
+                let text = match (nonempty(item.get("query")), action) {
+                    (Some(q), _) => Cow::Borrowed(q),
+                    (None, Some(a)) => action_text(a),
+                    (None, None) => Cow::Borrowed(""),
+                };
+                out.push(tool_result(Cow::Borrowed("web_search"), iid, false, text));
             }
             _ => out.push(status("progress", Some(Cow::Borrowed("web_search")))),
         },
@@ -273,7 +283,11 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 .collect::<Vec<_>>()
                 .join(", ");
             let mut ev = status("file_change", Some(Cow::Owned(changes)));
-            ev.x().tool_class = Some("filesystem"); // a patch applied without a tool_use event
+            if phase == "completed" {
+                // a patch run without a tool_use event, counted once (2026 builds also print
+                // it started and updated)
+                ev.x().tool_class = Some("filesystem");
+            }
             if item.str_eq("status", "completed") {
                 ev.x().file_changes = file_changes(item.get("changes"));
             }
@@ -297,15 +311,153 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             Some(Cow::Owned(todo_text(item.get("items")))),
         )),
         Some("plan") => out.push(status("progress", item.str_at("text").map(Cow::Borrowed))),
-        Some("collab_tool_call") => {
-            out.push(status("subagent", item.str_at("tool").map(Cow::Borrowed)))
-        }
+        Some("collab_tool_call") => collab(phase, item, iid, out),
         Some("error") => {
             let message = or_str(item.str_at("message"), "error");
             let kind = classify(&message);
             out.push(error("item_error", "item_error", message, kind));
         }
         _ => {}
+    }
+}
+
+/// The text of a web_search `action` whose `query` is empty: the queries joined by `; ` (else
+/// its `query`), the `url`, or `pattern @ url`.
+fn action_text<'v>(action: &'v Value<'v>) -> Text<'v> {
+    let url = action.str_at("url").unwrap_or("");
+    match action.str_at("type") {
+        Some("search") => {
+            let listed: Vec<&str> = action
+                .get("queries")
+                .map(Value::items)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|q| !q.is_empty())
+                .collect();
+            if listed.is_empty() {
+                Cow::Borrowed(action.str_at("query").unwrap_or(""))
+            } else {
+                Cow::Owned(listed.join("; "))
+            }
+        }
+        Some("find_in_page") => {
+            let pattern = action.str_at("pattern").unwrap_or("");
+            match (pattern.is_empty(), url.is_empty()) {
+                (false, false) => Cow::Owned(format!("{pattern} @ {url}")),
+                (false, true) => Cow::Borrowed(pattern),
+                _ => Cow::Borrowed(url),
+            }
+        }
+        _ => Cow::Borrowed(url),
+    }
+}
+
+/// An `agents_states` status that ends a sub-agent -> its disposition.
+fn agent_end(status: Option<&str>) -> Option<&'static str> {
+    Some(match status? {
+        "completed" => "completed",
+        "errored" => "failed",
+        "shutdown" => "canceled",
+        _ => return None,
+    })
+}
+
+/// A sub-agent tool (spawn_agent, wait, send_input, close_agent, and any later one): started
+/// -> the call with its `prompt` and `receiver_thread_ids`; completed/failed -> its result
+/// (spawn_agent: the receiver ids; others: every agent's `message`, the sub-agent's reply), then
+/// one `status/subagent` per sub-agent started (spawn_agent) or ended (a state `completed`,
+/// `errored` or `shutdown`).
+fn collab<'v>(
+    phase: &str,
+    item: &'v Value<'v>,
+    iid: Option<&'v Value<'v>>,
+    out: &mut Vec<Event<'v>>,
+) {
+    let name = name_or_unknown(item.get("tool"));
+    let receivers = item.get("receiver_thread_ids");
+    let ids: Vec<&str> = match receivers {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !r.is_empty())
+            .collect(),
+        _ => Vec::new(),
+    };
+    match phase {
+        "started" => {
+            let args = Value::Object(vec![
+                (
+                    Cow::Borrowed("prompt"),
+                    item.get("prompt").cloned().unwrap_or(Value::Null),
+                ),
+                (
+                    Cow::Borrowed("receiver_thread_ids"),
+                    receivers.cloned().unwrap_or(Value::Null),
+                ),
+            ]);
+            let mut ev = tool_call(name, item.get("prompt"), iid);
+            ev.x().provider_arguments = Some(args);
+            out.push(ev);
+        }
+        "completed" => {
+            let states = item.get("agents_states").filter(|s| s.is_object());
+            let pairs = states.map(Value::dict_items).unwrap_or_default();
+            let mut failed = item.str_eq("status", "failed");
+            let mut replies = Vec::new();
+            for (_, st) in &pairs {
+                if !st.is_object() {
+                    continue;
+                }
+                if matches!(st.str_at("status"), Some("errored" | "not_found")) {
+                    failed = true;
+                }
+                if let Some(m) = nonempty(st.get("message")) {
+                    replies.push(m);
+                }
+            }
+            let text = if name == "spawn_agent" {
+                ids.join("\n")
+            } else {
+                replies.join("\n")
+            };
+            let spawn = name == "spawn_agent";
+            let mut ev = tool_result(name.clone(), iid, failed, Cow::Owned(text));
+            if let Some(s) = states {
+                ev.x().tool_result = Some(ToolResult::Value(s));
+            }
+            out.push(ev);
+            if spawn {
+                for rid in &ids {
+                    let mut ev = status("subagent", Some(name.clone()));
+                    ev.x().subagent = Some(Subagent {
+                        id: Cow::Borrowed(rid),
+                        phase: "started",
+                        description: item.str_at("prompt").map(Cow::Borrowed),
+                        ..Subagent::default()
+                    });
+                    out.push(ev);
+                }
+            }
+            for (tid, st) in &pairs {
+                let end = if st.is_object() {
+                    agent_end(st.str_at("status"))
+                } else {
+                    None
+                };
+                if let Some(d) = end.filter(|_| !tid.is_empty()) {
+                    let mut ev = status("subagent", Some(name.clone()));
+                    ev.x().subagent = Some(Subagent {
+                        id: Cow::Borrowed(tid),
+                        phase: "ended",
+                        disposition: Some(d),
+                        ..Subagent::default()
+                    });
+                    out.push(ev);
+                }
+            }
+        }
+        _ => out.push(status("progress", Some(name))),
     }
 }
 
@@ -551,7 +703,7 @@ mod tests {
                     .map(|x| {
                         x.file_changes
                             .iter()
-                            .map(|(e, p)| (*e, p.as_ref()))
+                            .map(|(e, p, _)| (*e, p.as_ref()))
                             .collect()
                     })
                     .unwrap_or_default();

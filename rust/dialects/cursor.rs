@@ -32,7 +32,16 @@ impl Dialect for Cursor {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let sub = v.str_at("subtype");
         match v.str_at("type") {
-            Some("system") if sub == Some("init") => out.push(status("init", None)),
+            Some("system") => match sub {
+                Some("init") => out.push(status("init", None)),
+                Some(s @ "background_shell_timeout") => {
+                    out.push(status("progress", Some(Cow::Borrowed(s))))
+                }
+                Some(s @ "task_notification") => {
+                    out.push(status("subagent", Some(Cow::Borrowed(s))))
+                }
+                _ => {}
+            },
             Some(role @ ("user" | "assistant")) => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
                     let start = out.len();
@@ -66,6 +75,20 @@ impl Dialect for Cursor {
             }
             Some("tool_call") => tool(v, v.get("subtype"), out),
             Some("result") => result(v, out),
+            // the one error of a reconnect (the retry lines only report it)
+            Some("connection") if sub == Some("reconnecting") => {
+                let message = match v.get("attempt") {
+                    Some(Value::Int(n)) => Cow::Owned(format!("reconnecting (attempt {n})")),
+                    Some(Value::BigInt(n)) => Cow::Owned(format!("reconnecting (attempt {n})")),
+                    _ => Cow::Borrowed("reconnecting"),
+                };
+                let mut ev = error("retry", "reconnecting", message, "transport");
+                ev.x().retry = true;
+                out.push(ev);
+            }
+            Some("connection") => out.push(status("progress", Some(with_sub("connection", sub)))),
+            Some("retry") => out.push(status("progress", Some(with_sub("retry", sub)))),
+            Some("interaction_query") => out.push(status("progress", Some(query_text(v, sub)))),
             _ => {}
         }
     }
@@ -86,6 +109,9 @@ impl Dialect for Cursor {
         if t == Some("result") {
             m.result_text = Some(v.str_at("result")); // None: reports no text
             m.structured_output = v.get("structured_output");
+            // a successful result's text joins every segment of the turn (docs/formats-2026.md
+            // 5.2): the final answer is the last segment
+            m.result_joins_messages = !v.is_true_at("is_error");
         }
         // --stream-partial-output prints chunks with timestamp_ms, then the whole segment
         m.partial = t == Some("assistant") && v.has("timestamp_ms");
@@ -178,13 +204,73 @@ fn result_text<'v>(result: Option<&'v Value<'v>>) -> (bool, Text<'v>) {
     match r.get(key) {
         Some(Value::Str(s)) => (is_error, Cow::Borrowed(s.as_ref())),
         Some(b @ Value::Object(_)) => {
-            let text = RESULT_TEXT_FIELDS
+            match RESULT_TEXT_FIELDS
                 .iter()
                 .find_map(|f| b.str_at(f).filter(|t| !t.is_empty()))
-                .unwrap_or("");
-            (is_error, Cow::Borrowed(text))
+            {
+                Some(text) => (is_error, Cow::Borrowed(text)),
+                None => (is_error, rejected_text(key, Some(b))),
+            }
         }
-        _ => (is_error, Cow::Borrowed("")),
+        b => (is_error, rejected_text(key, b)),
+    }
+}
+
+/// A `rejected` branch (a permission rule denied the call, often with an empty reason) with no
+/// text: `rejected: <command>`, else `rejected`; any other branch: empty.
+fn rejected_text<'v>(key: &'v str, branch: Option<&'v Value<'v>>) -> Text<'v> {
+    if key != "rejected" {
+        return Cow::Borrowed("");
+    }
+    match branch.and_then(|b| nonempty(b.get("command"))) {
+        Some(c) => Cow::Owned(format!("rejected: {c}")),
+        None => Cow::Borrowed(key),
+    }
+}
+
+/// An interaction_query's text: its `query_type`; a `createPlanRequestQuery` request gives the
+/// plan itself; a response adds its branch (`approved`, `rejected`) and reason.
+fn query_text<'v>(v: &'v Value<'v>, sub: Option<&str>) -> Text<'v> {
+    let qt = v
+        .str_at("query_type")
+        .filter(|q| !q.is_empty())
+        .unwrap_or("interaction_query");
+    if sub == Some("request") {
+        let plan = v
+            .get("query")
+            .filter(|q| q.is_object())
+            .and_then(|q| q.get(qt))
+            .filter(|b| b.is_object())
+            .and_then(|b| b.get("args"))
+            .filter(|a| a.is_object())
+            .and_then(|a| nonempty(a.get("plan")));
+        return match plan {
+            Some(p) if qt == "createPlanRequestQuery" => Cow::Borrowed(p),
+            _ => Cow::Borrowed(qt),
+        };
+    }
+    if sub == Some("response") {
+        if let Some(r) = v.get("result").filter(|r| r.is_object()) {
+            if let Some(branch) = r.first_key() {
+                let reason = r
+                    .get(branch)
+                    .filter(|b| b.is_object())
+                    .and_then(|b| nonempty(b.get("reason")));
+                return Cow::Owned(match reason {
+                    Some(reason) => format!("{qt}: {branch}: {reason}"),
+                    None => format!("{qt}: {branch}"),
+                });
+            }
+        }
+    }
+    Cow::Borrowed(qt)
+}
+
+/// `<prefix> <subtype>`, else the prefix.
+fn with_sub<'v>(prefix: &'static str, sub: Option<&'v str>) -> Text<'v> {
+    match sub {
+        Some(s) => Cow::Owned(format!("{prefix} {s}")),
+        None => Cow::Borrowed(prefix),
     }
 }
 

@@ -339,6 +339,9 @@ fn event<'py>(
     if m.partial {
         d.set_item(intern!(py, "partial"), true)?;
     }
+    if m.result_joins_messages {
+        d.set_item(intern!(py, "resultJoinsMessages"), true)?;
+    }
     if rec.repairs > 0 {
         d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
     }
@@ -373,10 +376,13 @@ fn extra<'py>(
     }
     if !x.file_changes.is_empty() {
         let list = PyList::empty(py);
-        for (event, path) in &x.file_changes {
+        for (event, path, diff) in &x.file_changes {
             let c = PyDict::new(py);
             c.set_item(intern!(py, "event"), *event)?;
             c.set_item(intern!(py, "path"), path.as_ref())?;
+            if let Some(diff) = diff {
+                c.set_item(intern!(py, "diff"), *diff)?;
+            }
             list.append(c)?;
         }
         d.set_item(intern!(py, "fileChanges"), list)?;

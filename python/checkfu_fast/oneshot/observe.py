@@ -216,11 +216,17 @@ class _Fold:
     Cross-line rules, on generic event flags (docs/events.md):
     - ``deltaOnly`` deltas (the only form of their content) are joined into one observation,
       ended by the next other event (or a delta of the other subtype);
-    - a ``partial`` assistant text is held until the next observation: dropped when a whole
-      (not ``partial``) assistant text comes first (it repeated the chunks), emitted otherwise;
-      once a whole text was seen, later partial texts are repeats and dropped;
+    - a ``partial`` assistant text is held until the next observation. A later assistant text
+      whose content equals the held texts joined repeats them: a ``partial`` one replaces them
+      (it is held in their place), a whole (not ``partial``) one drops them and is observed.
+      Any other observation (including a whole text that does not repeat them) or the end
+      releases the held texts as messages of their own, in order. Once a whole text has
+      repeated held chunks, later partial texts are repeats and dropped;
     - an outcome event with ``repeatsError`` repeats an error already reported: not an outcome
       (an error event with it is one only when the last outcome so far is not an error).
+    - a result with ``resultJoinsMessages`` (its text joins every message of the turn) gives
+      as result text the main agent's messages since its last tool call or result, joined
+      (none: the result's own text).
     """
 
     def __init__(self, output_schema: Any) -> None:
@@ -230,6 +236,7 @@ class _Fold:
         self.last_main_message: str | None = None
         self.result_text: str | None = None
         self.final: dict[str, Any] | None = None  # what the ending needs of the last outcome
+        self.last_retry: dict[str, Any] | None = None  # the last transient-retry error
         self.last_assistant_stop: Any = None
         self.cumulative_cost: int | None = None
         self.turn_cost: int | None = None
@@ -241,20 +248,42 @@ class _Fold:
         self.held: list[Observation] = []  # partial assistant texts
         self.held_chars = 0
         self.whole_seen = False
+        self.spilled = False  # the hold overflowed (released) within the current segment
+        self.segment = _Joiner("text")  # main messages since the last tool observation
         self.spawned: dict[str, dict[str, Any]] = {}  # sub-agent id -> its spawning call's hints
         self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
 
     # -- output -------------------------------------------------------------------------------
     def emit(self, obs: Observation) -> None:
         self.release_held()
+        self.spilled = False
+        self.push(obs)
+
+    def push(self, obs: Observation) -> None:
         self.out.append(obs)
+        if "subagent" in obs["payload"]:
+            return
+        if obs["type"] == "observation.agent_message":
+            self.segment.add(obs["payload"]["content"])
+        elif obs["type"] in ("observation.tool_use", "observation.tool_result"):
+            self.segment = _Joiner("text")
+
+    def segment_text(self) -> str:
+        """The main agent's messages since its last tool observation, joined (held texts
+        included): the final answer of a result that joins every message."""
+        joined = _Joiner("text")
+        joined.add(self.segment.content())
+        for obs in self.held:
+            if "subagent" not in obs["payload"]:
+                joined.add(obs["payload"]["content"])
+        return joined.content()
 
     def release_held(self) -> None:
         if not self.held:
             return
         held, self.held, self.held_chars = self.held, [], 0
         for obs in held:
-            self.out.append(obs)
+            self.push(obs)
             if "subagent" not in obs["payload"]:
                 self.last_main_message = obs["payload"]["content"]
 
@@ -308,6 +337,14 @@ class _Fold:
             self.turn.model_call(e.get("modelCallId"))
         if e.get("retry") is True:
             self.turn.retries += 1
+            if kind == "error":  # the ending of a stream that stops while retrying
+                self.last_retry = {
+                    "kind": kind,
+                    "subtype": subtype,
+                    "error": _dict(e.get("error")),
+                    "stopReason": None,
+                    "durationMs": None,
+                }
         if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
             self.message(e, subtype, sub)
             return
@@ -337,6 +374,11 @@ class _Fold:
             self.outcome(e)
             if subtype == "result":
                 self.result_text = self.final_text(e)
+                structured = self.output_schema is not None and "structuredOutput" in e
+                if e.get("resultJoinsMessages") is True and self.result_text is not None:
+                    segment = self.segment_text()  # the last segment is the final answer
+                    if segment and not structured:
+                        self.result_text = segment
         elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
             if e.get("repeatsError") is True and _dict(self.final).get("kind") == "error":
                 return  # a generic repeat of the error before it: that (actionable) one stands
@@ -348,15 +390,18 @@ class _Fold:
         if subtype == "text" and e.get("role") != "assistant":
             return
         partial = subtype == "text" and e.get("partial") is True
-        if subtype == "text" and not partial:
-            self.held, self.held_chars = [], 0  # the whole text repeats the chunks held before it
-            self.whole_seen = True
         if partial and self.whole_seen:
             return
         text = e.get("text") or ""
+        content = cut(text, MAX_CONTENT)
+        spill = self.spilled and not partial  # a whole text after the hold overflowed
+        if subtype == "text" and self.held and (spill or self.repeats_held(content)):
+            self.held, self.held_chars = [], 0  # this text repeats the chunks held before it
+            if not partial:
+                self.whole_seen, self.spilled = True, False
         if not text:
             return
-        payload: dict[str, Any] = {"content": cut(text, MAX_CONTENT)}
+        payload: dict[str, Any] = {"content": content}
         native = _event_id(e)
         if native is not None:
             payload["event_id"] = digest_id("evt_", native)
@@ -367,12 +412,19 @@ class _Fold:
             size = len(payload["content"])
             if len(self.held) >= MAX_HELD_CHUNKS or self.held_chars + size > MAX_HELD_CHARS:
                 self.release_held()  # a full hold is observed as is
+                self.spilled = True  # the segment's whole text repeats more than is held
             self.held.append(obs)
             self.held_chars += size
             return
         self.emit(obs)
         if subtype == "text" and not sub:
             self.last_main_message = payload["content"]
+
+    def repeats_held(self, content: str) -> bool:
+        """Whether ``content`` is the held partial texts joined (a consolidated re-send)."""
+        if len(content) != self.held_chars:
+            return False
+        return content == "".join(obs["payload"]["content"] for obs in self.held)
 
     def tool_use(self, e: dict[str, Any], n: int, sub: dict[str, Any]) -> None:
         tool = _dict(e.get("tool"))
@@ -709,6 +761,8 @@ def _ending(fold: _Fold | None, process: Any) -> Observation:
                 "the process group was killed",
             )
     payload: dict[str, Any]
+    if final is None and fold is not None:
+        final = fold.last_retry  # no outcome after a retry: the stream stopped while retrying
     ending, payload = "finished", {}
     if final is not None and final["kind"] == "error":
         ending, payload = _ending_from_error(final)

@@ -48,7 +48,7 @@ _ORDER = (
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
     "modelCallId", "nativeId", "stopReason", "durationMs", "resultText", "structuredOutput",
-    "repeatsError", "partial",
+    "repeatsError", "partial", "resultJoinsMessages",
 )  # fmt: skip
 
 

@@ -7,7 +7,9 @@ metadata; :mod:`checkfu_fast.reference` adds ``v``/``seq``/``position``/``dialec
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any, cast
 
 from .retry import retry_fields
@@ -126,41 +128,15 @@ def usage(
 
 
 # -- error kinds ------------------------------------------------------------------------------
-# One table: (kind, lowercase ASCII needle). Quota is checked before transport, transport before
-# the semantic default. Three-digit status codes are matched as whole numbers.
+# One table, python/checkfu_fast/dialects/error_kinds.json (rust/event.rs embeds the same
+# file): lowercase ASCII needles. Quota is checked before transport, transport before the
+# semantic default. Three-digit status codes are matched as whole numbers.
 
-QUOTA_NEEDLES = (
-    "rate limit",
-    "rate_limit",
-    "ratelimit",
-    "usage limit",
-    "usage_limit",
-    "limit reached",
-    "hit your",
-    "quota",
-    "billing",
-    "credit balance",
-    "insufficient_quota",
-    "out of extra usage",
-    "budget exhausted",
-    "too many requests",
+_ERROR_KINDS = json.loads(
+    (Path(__file__).resolve().parent.parent / "dialects" / "error_kinds.json").read_text("utf-8")
 )
-TRANSPORT_NEEDLES = (
-    "reconnecting",
-    "timeout",
-    "timed out",
-    "connection",
-    "network",
-    "disconnect",
-    "stream ended",
-    "stream error",
-    "overloaded",
-    "econnreset",
-    "socket",
-    "unavailable",
-    "bad gateway",
-    "internal server error",
-)
+QUOTA_NEEDLES: tuple[str, ...] = tuple(_ERROR_KINDS["quota"])
+TRANSPORT_NEEDLES: tuple[str, ...] = tuple(_ERROR_KINDS["transport"])
 # A three-digit run counts as an HTTP status only at the start of the message or right after
 # one of these words (so ids, prices and token counts are not mistaken for statuses).
 _STATUS_CONTEXT = (b"error: ", b"error ", b"status: ", b"status ", b"code: ", b"code ", b"http ")

@@ -57,7 +57,10 @@ def _file_changes(changes: Any) -> list[dict[str, str]]:
             )
             path = c.get("path")
             if event is not None and isinstance(path, str) and path:
-                out.append({"event": event, "path": path})
+                change = {"event": event, "path": path}
+                if isinstance(c.get("diff"), str):  # 2026 builds print each change's diff
+                    change["diff"] = c["diff"]
+                out.append(change)
     elif isinstance(changes, dict):  # legacy: {path: {"add"|"update"|"delete": ...}}
         for path, change in changes.items():
             kind = next(iter(change), None) if isinstance(change, dict) else None
@@ -172,18 +175,26 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
             return [ev]
         return [status("progress", "mcp_tool_call")]
     if it == "web_search":
-        # the query is known only on completion (started carries "" or nothing, and older
+        # the query is known only on completion (started carries "" and action "other", older
         # builds print no started item): the call and its result both come from completed
         if phase == "completed":
-            call = tool_call("web_search", item.get("query"), iid)
-            call["providerArguments"] = {"query": item.get("query")}
+            action = item.get("action")
+            has_action = isinstance(action, dict)
+            # the arguments: the action (the provider's own), else the query
+            call = tool_call("web_search", action if has_action else item.get("query"), iid)
+            if not has_action:
+                call["providerArguments"] = {"query": item.get("query")}
             # the item reports the query, no result content: no toolResult
-            return [call, tool_result("web_search", iid, False, text_of(item.get("query")) or "")]
+            text = text_of(item.get("query")) or (_action_text(action) if has_action else "")
+            return [call, tool_result("web_search", iid, False, text)]
         return [status("progress", "web_search")]
     if it == "file_change":
         changes = _changes_text(item.get("changes"))
         ev = status("file_change", changes)
-        ev["toolClass"] = "filesystem"  # a patch applied without a tool_use event
+        if phase == "completed":
+            # a patch run without a tool_use event, counted once (2026 builds also print it
+            # started and updated)
+            ev["toolClass"] = "filesystem"
         if item.get("status") == "completed":
             applied = _file_changes(item.get("changes"))
             if applied:
@@ -202,11 +213,78 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
     if it == "plan":
         return [status("progress", text_of(item.get("text")))]
     if it == "collab_tool_call":
-        return [status("subagent", text_of(item.get("tool")))]
+        return _collab(phase, item, iid)
     if it == "error":
         message = text_of(item.get("message")) or "error"
         return [error("item_error", "item_error", message, classify(message))]
     return []
+
+
+def _action_text(action: dict[str, Any]) -> str:
+    """The text of a web_search ``action`` whose ``query`` is empty: the queries joined by
+    ``; `` (else its ``query``), the ``url``, or ``pattern @ url``."""
+    t = action.get("type")
+    if t == "search":
+        queries = action.get("queries")
+        if isinstance(queries, list):
+            listed = [q for q in queries if isinstance(q, str) and q]
+            if listed:
+                return "; ".join(listed)
+        return text_of(action.get("query")) or ""
+    url = text_of(action.get("url")) or ""
+    if t == "find_in_page":
+        pattern = text_of(action.get("pattern")) or ""
+        return f"{pattern} @ {url}" if pattern and url else pattern or url
+    return url
+
+
+# agents_states statuses that end a sub-agent -> subagent dispositions
+_AGENT_ENDS = {"completed": "completed", "errored": "failed", "shutdown": "canceled"}
+
+
+def _collab(phase: str, item: dict[str, Any], iid: Any) -> list[Event]:
+    """A sub-agent tool (spawn_agent, wait, send_input, close_agent, and any later one):
+    started -> the call with its ``prompt`` and ``receiver_thread_ids``; completed/failed ->
+    its result (spawn_agent: the receiver ids; others: every agent's ``message``, the
+    sub-agent's reply), then one ``status/subagent`` per sub-agent started (spawn_agent) or
+    ended (a state ``completed``/``errored``/``shutdown``)."""
+    name = name_or_unknown(item.get("tool"))
+    receivers = item.get("receiver_thread_ids")
+    ids = [r for r in receivers if isinstance(r, str) and r] if isinstance(receivers, list) else []
+    if phase == "started":
+        ev = tool_call(name, item.get("prompt"), iid)
+        ev["providerArguments"] = {"prompt": item.get("prompt"), "receiver_thread_ids": receivers}
+        return [ev]
+    if phase != "completed":
+        return [status("progress", name)]
+    raw_states = item.get("agents_states")
+    states = raw_states if isinstance(raw_states, dict) else {}
+    failed = item.get("status") == "failed"
+    replies = []
+    for st in states.values():
+        if not isinstance(st, dict):
+            continue
+        if st.get("status") in ("errored", "not_found"):
+            failed = True
+        if isinstance(st.get("message"), str) and st["message"]:
+            replies.append(st["message"])
+    text = "\n".join(ids) if name == "spawn_agent" else "\n".join(replies)
+    ev = tool_result(name, iid, failed, text)
+    if isinstance(raw_states, dict):
+        ev["toolResult"] = raw_states
+    out = [ev]
+    if name == "spawn_agent":
+        for rid in ids:
+            info: dict[str, Any] = {"id": rid, "phase": "started"}
+            if isinstance(item.get("prompt"), str):
+                info["description"] = item["prompt"]
+            out.append(_with(status("subagent", name), subagent=info))
+    for tid, st in states.items():
+        end = _AGENT_ENDS.get(st.get("status")) if isinstance(st, dict) else None
+        if end is not None and tid:
+            info = {"id": tid, "phase": "ended", "disposition": end}
+            out.append(_with(status("subagent", name), subagent=info))
+    return out
 
 
 def _changes_text(changes: Any) -> str:

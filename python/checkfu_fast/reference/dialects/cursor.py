@@ -55,6 +55,10 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
         m["resultText"] = v["result"] if isinstance(v.get("result"), str) else None
         if "structured_output" in v:
             m["structuredOutput"] = v["structured_output"]
+        if v.get("is_error") is not True:
+            # the text joins every segment of the turn (docs/formats-2026.md 5.2): the final
+            # answer is the last segment
+            m["resultJoinsMessages"] = True
     if t == "assistant" and "timestamp_ms" in v:
         # --stream-partial-output prints chunks with timestamp_ms, then the whole segment
         m["partial"] = True
@@ -65,7 +69,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     t = v.get("type")
     sub = v.get("subtype")
     if t == "system":
-        return [status("init")] if sub == "init" else []
+        simple = _SYSTEM.get(sub) if isinstance(sub, str) else None
+        return [status(simple, None if simple == "init" else sub)] if simple else []
     if t in ("user", "assistant"):
         m = v.get("message")
         out = content_events(m.get("content"), t) if isinstance(m, dict) else []
@@ -85,7 +90,46 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return _tool_call(v, sub)
     if t == "result":
         return _result(v)
+    if t == "connection":
+        if sub == "reconnecting":  # the one error of a reconnect (retry lines only report it)
+            n = v.get("attempt")
+            message = f"reconnecting (attempt {n})" if type(n) is int else "reconnecting"
+            ev = error("retry", "reconnecting", message, "transport")
+            ev["retry"] = True
+            return [ev]
+        return [status("progress", f"connection {sub}" if isinstance(sub, str) else "connection")]
+    if t == "retry":
+        return [status("progress", f"retry {sub}" if isinstance(sub, str) else "retry")]
+    if t == "interaction_query":
+        return [status("progress", _query_text(v, sub))]
     return []
+
+
+# system subtypes -> status subtypes (the others are unknown)
+_SYSTEM = {"init": "init", "background_shell_timeout": "progress", "task_notification": "subagent"}
+
+
+def _query_text(v: dict[str, Any], sub: Any) -> str:
+    """An interaction_query's text: its ``query_type``; a ``createPlanRequestQuery`` request
+    gives the plan itself; a response adds its branch (``approved``, ``rejected``) and reason."""
+    qt = text_of(v.get("query_type")) or "interaction_query"
+    if sub == "request":
+        q = v.get("query")
+        body = q.get(qt) if isinstance(q, dict) else None
+        args = body.get("args") if isinstance(body, dict) else None
+        plan = args.get("plan") if isinstance(args, dict) else None
+        if qt == "createPlanRequestQuery" and isinstance(plan, str) and plan:
+            return plan
+        return qt
+    r = v.get("result")
+    if sub == "response" and isinstance(r, dict) and r:
+        branch = next(iter(r))
+        inner = r[branch]
+        reason = inner.get("reason") if isinstance(inner, dict) else None
+        if isinstance(reason, str) and reason:
+            return f"{qt}: {branch}: {reason}"
+        return f"{qt}: {branch}"
+    return qt
 
 
 def find_tool(tc: Any) -> tuple[str, Any] | None:
@@ -150,6 +194,9 @@ def _result_text(result: Any) -> tuple[bool, str]:
             for f in _RESULT_TEXT_FIELDS:
                 if isinstance(branch.get(f), str) and branch[f]:
                     return is_error, branch[f]
+        if key == "rejected":  # a permission rule denied it, often with an empty reason
+            command = branch.get("command") if isinstance(branch, dict) else None
+            return True, f"rejected: {command}" if isinstance(command, str) and command else key
         return is_error, ""
     return False, ""
 
