@@ -499,7 +499,10 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
         let first = model_usage.and_then(main_model);
-        let mut ev = claude_usage("cumulative", None, v.get("usage"), v.get("total_cost_usd"));
+        let cost = v.get("total_cost_usd");
+        let mut ev = model_usage
+            .and_then(|m| model_usage_total(m, cost))
+            .unwrap_or_else(|| claude_usage("cumulative", None, v.get("usage"), cost));
         if let (Some(k), Some(u)) = (first, ev.usage.as_mut()) {
             if !k.is_empty() {
                 u.model = Cow::Borrowed(k);
@@ -507,6 +510,48 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         out.push(ev);
     }
+}
+
+/// The run's counter: `modelUsage` summed over its models (cumulative, like `total_cost_usd`;
+/// `result.usage` is the last turn's only). `None` when it has no count.
+fn model_usage_total<'v>(
+    model_usage: &'v Value<'v>,
+    cost: Option<&'v Value<'v>>,
+) -> Option<Event<'v>> {
+    if !model_usage.is_object() {
+        return None;
+    }
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    let mut cached = Num::Int(0);
+    for (_, e) in model_usage.dict_items() {
+        if !e.is_object() {
+            continue;
+        }
+        let read = e.get("cacheReadInputTokens");
+        inputs.extend([
+            e.get("inputTokens"),
+            read,
+            e.get("cacheCreationInputTokens"),
+        ]);
+        outputs.push(e.get("outputTokens"));
+        if let Some(n) = Num::count(read) {
+            cached = cached.plus(n);
+        }
+    }
+    let mut ev = usage("cumulative", None, &inputs, None, &outputs, cost);
+    let u = ev.usage.as_mut()?;
+    if u.unknown {
+        return None;
+    }
+    if let Some(total_in) = u.input {
+        u.cached = Some(if cached.le(total_in) {
+            cached
+        } else {
+            total_in
+        });
+    }
+    Some(ev)
 }
 
 /// The `modelUsage` key that cost the most (the main model, not the helper one); ties go to

@@ -386,15 +386,31 @@ def _result(v: dict[str, Any]) -> list[Event]:
     else:
         out.append(status("result", text))
     if "usage" in v or "total_cost_usd" in v:
-        out.append(
-            claude_usage(
-                "cumulative",
-                _main_model(v.get("modelUsage")),
-                v.get("usage"),
-                v.get("total_cost_usd"),
-            )
-        )
+        model_usage = v.get("modelUsage")
+        model = _main_model(model_usage)
+        ev = _model_usage_total(model, model_usage, v.get("total_cost_usd"))
+        out.append(ev or claude_usage("cumulative", model, v.get("usage"), v.get("total_cost_usd")))
     return out
+
+
+def _model_usage_total(model: Any, model_usage: Any, cost: Any) -> Event | None:
+    """The run's counter: ``modelUsage`` summed over its models (cumulative, like
+    ``total_cost_usd``; ``result.usage`` is the last turn's only). None when it has no count."""
+    if not isinstance(model_usage, dict):
+        return None
+    entries = [e for e in model_usage.values() if isinstance(e, dict)]
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    cached: Any = 0
+    for e in entries:
+        read = e.get("cacheReadInputTokens")
+        inputs += [e.get("inputTokens"), read, e.get("cacheCreationInputTokens")]
+        outputs.append(e.get("outputTokens"))
+        if is_count(read):
+            cached = cached + read
+    if not any(is_count(x) for x in inputs + outputs):
+        return None
+    return usage("cumulative", model, inputs, cached, outputs, cost)
 
 
 # result `terminal_reason`s that say the failure is the request's own
