@@ -83,6 +83,9 @@ fn assistant_error_kind(code: &str) -> Option<&'static str> {
     match code {
         "rate_limit" | "billing_error" => Some("quota"),
         "server_error" => Some("transport"),
+        "authentication_failed" | "invalid_request" | "max_output_tokens" | "model_not_found" => {
+            Some("semantic")
+        }
         _ => None,
     }
 }

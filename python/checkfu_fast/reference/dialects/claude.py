@@ -32,6 +32,10 @@ _ASSISTANT_ERROR_KINDS = {
     "rate_limit": "quota",
     "billing_error": "quota",
     "server_error": "transport",
+    "authentication_failed": "semantic",
+    "invalid_request": "semantic",
+    "max_output_tokens": "semantic",
+    "model_not_found": "semantic",
 }
 _SYSTEM_SUBTYPES = {
     "init": "init",
