@@ -18,15 +18,74 @@ fn system_subtype(s: &str) -> Option<&'static str> {
         "init" | "session_start" => "init",
         "compact_boundary" => "compaction",
         "task_started" | "task_progress" | "task_notification" | "task_updated" => "subagent",
-        "hook_started" | "hook_response" => "progress",
         _ => return None,
     })
 }
+
+/// System subtypes that are progress notes, with the field that names them (`None`: the
+/// subtype, or for a hook its `hook_name`).
+fn progress_field(s: &str) -> Option<Option<&'static str>> {
+    Some(match s {
+        "thinking_tokens"
+        | "hook_started"
+        | "hook_progress"
+        | "hook_response"
+        | "files_persisted"
+        | "elicitation_complete" => None,
+        "permission_denied" => Some("message"),
+        "notification" => Some("text"),
+        "session_state_changed" => Some("state"),
+        "local_command_output"
+        | "model_fallback"
+        | "model_refusal_fallback"
+        | "model_refusal_no_fallback"
+        | "model_consent_fallback"
+        | "post_turn_summary"
+        | "mirror_error" => Some("content"),
+        _ => return None,
+    })
+}
+
+/// Top-level types that are progress notes: the field that gives their text.
+fn top_progress_field(t: &str) -> Option<&'static str> {
+    match t {
+        "tool_progress" => Some("tool_name"),
+        "tool_use_summary" => Some("summary"),
+        "prompt_suggestion" => Some("suggestion"), // a predicted next prompt: never the answer
+        _ => None,
+    }
+}
+
+/// api_retry `error` (SDKAssistantMessageError) -> kind, when the HTTP status decides none.
+fn retry_error_kind(code: &str) -> Option<&'static str> {
+    match code {
+        "rate_limit" | "billing_error" => Some("quota"),
+        "server_error" => Some("transport"),
+        "authentication_failed" | "invalid_request" | "max_output_tokens" | "model_not_found" => {
+            Some("semantic")
+        }
+        _ => None,
+    }
+}
+
+/// Kind implied by an HTTP status: 429 quota, 5xx transport, 401/403 semantic.
+fn http_kind(v: Option<&Value<'_>>) -> Option<&'static str> {
+    match v {
+        Some(Value::Int(401 | 403)) => Some("semantic"),
+        _ => kind_for_status(v),
+    }
+}
+
+/// Result `terminal_reason`s that say the failure is the request's own.
+const SEMANTIC_REASONS: [&str; 3] = ["prompt_too_long", "model_error", "max_turns"];
 
 fn assistant_error_kind(code: &str) -> Option<&'static str> {
     match code {
         "rate_limit" | "billing_error" => Some("quota"),
         "server_error" => Some("transport"),
+        "authentication_failed" | "invalid_request" | "max_output_tokens" | "model_not_found" => {
+            Some("semantic")
+        }
         _ => None,
     }
 }
@@ -45,7 +104,14 @@ impl Dialect for Claude {
             Some("stream_event") => stream_event(v.get("event"), out),
             Some("rate_limit_event") => rate_limit(v.get("rate_limit_info"), out),
             Some("conversation_reset") => out.push(status("init", None)),
-            _ => {}
+            Some("auth_status") => auth_status(v, out),
+            Some(t) => {
+                if let Some(field) = top_progress_field(t) {
+                    let text = or_str_v(v.str_at(field), t);
+                    out.push(status("progress", Some(text)));
+                }
+            }
+            None => {}
         }
     }
 
@@ -83,8 +149,146 @@ fn disposition(s: &str) -> Option<&'static str> {
 /// Tools whose call starts a sub-agent (their input names it).
 const SPAWN_TOOLS: [&str; 2] = ["Task", "Agent"];
 
+fn auth_status<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    if let Some(err) = v.str_at("error").filter(|e| !e.is_empty()) {
+        out.push(error(
+            "auth_error",
+            "auth_status",
+            Cow::Borrowed(err),
+            "semantic",
+        ));
+        return;
+    }
+    let lines: Vec<&str> = v
+        .get("output")
+        .map(Value::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let text = match lines.as_slice() {
+        [] => Cow::Borrowed("auth_status"),
+        [one] if !one.is_empty() => Cow::Borrowed(*one),
+        _ => {
+            let joined = lines.join("\n");
+            if joined.is_empty() {
+                Cow::Borrowed("auth_status")
+            } else {
+                Cow::Owned(joined)
+            }
+        }
+    };
+    out.push(status("progress", Some(text)));
+}
+
+/// `system/status`: compaction start/end/failure, else a progress note.
+fn status_line<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let st = v.str_at("status");
+    if st == Some("compacting") {
+        return status("compaction", Some(Cow::Borrowed("compacting")));
+    }
+    match v.str_at("compact_result") {
+        Some("success") => return status("compaction", Some(Cow::Borrowed("compacted"))),
+        Some("failed") => {
+            // no compact_boundary follows; the turn goes on
+            let message = v.str_at("compact_error").filter(|m| !m.is_empty());
+            let message = Cow::Borrowed(message.unwrap_or("compaction failed"));
+            return error("compaction_error", "compaction_failed", message, "semantic");
+        }
+        _ => {}
+    }
+    status("progress", Some(or_str(st, "status")))
+}
+
+/// `system/api_retry`: a transient error; the CLI retries after `retry_delay_ms`.
+fn api_retry<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let err = match v.get("error") {
+        Some(e) if e.is_object() => e.get("error"), // a fork's {type, message, error}
+        e => e,
+    };
+    let code = or_str(err.and_then(Value::as_str), "api_retry");
+    let http = v.get("error_status");
+    let mut message = String::from("api retry");
+    if let Some(Value::Int(attempt)) = v.get("attempt") {
+        message.push_str(&format!(" {attempt}"));
+        if let Some(Value::Int(most)) = v.get("max_retries") {
+            message.push_str(&format!("/{most}"));
+        }
+    }
+    message.push_str(": ");
+    message.push_str(&code);
+    if let Some(Value::Int(status)) = http {
+        message.push_str(&format!(" (HTTP {status})"));
+    }
+    let kind = http_kind(http)
+        .or_else(|| retry_error_kind(&code))
+        .unwrap_or_else(|| {
+            // no HTTP response at all: a connection error or timeout
+            if matches!(http, None | Some(Value::Null)) {
+                "transport"
+            } else {
+                classify(&message)
+            }
+        });
+    let mut ev = error("retry", code, Cow::Owned(message), kind);
+    ev.x().retry = true;
+    if let (Some(Value::Int(ms @ 0..)), "quota" | "transport") = (v.get("retry_delay_ms"), kind) {
+        ev.retry_after_ms = u64::try_from(*ms).ok();
+    }
+    ev
+}
+
+/// A progress note of a `system` line: `field`'s text, else the hook's name (and outcome when
+/// not a success: hooks are non-fatal, never an error), else the subtype.
+fn progress_line<'v>(v: &'v Value<'v>, native: &'v str, field: Option<&str>) -> Event<'v> {
+    if let Some(f) = field {
+        return status("progress", Some(or_str_v(v.str_at(f), native)));
+    }
+    if native.starts_with("hook_") {
+        let name = v
+            .str_at("hook_name")
+            .filter(|n| !n.is_empty())
+            .unwrap_or(native);
+        let text = match v.str_at("outcome") {
+            Some(o) if !o.is_empty() && o != "success" => Cow::Owned(format!("{name} {o}")),
+            _ => Cow::Borrowed(name),
+        };
+        return status("progress", Some(text));
+    }
+    status("progress", Some(Cow::Borrowed(native)))
+}
+
+/// `text or fallback` with a fallback of the line.
+fn or_str_v<'v>(text: Option<&'v str>, fallback: &'v str) -> Text<'v> {
+    match text {
+        Some(t) if !t.is_empty() => Cow::Borrowed(t),
+        _ => Cow::Borrowed(fallback),
+    }
+}
+
 fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let native = v.str_at("subtype");
+    match native {
+        Some("thinking_tokens") => {
+            out.push(status("progress", Some(Cow::Borrowed("thinking_tokens"))));
+            return;
+        }
+        Some("status") => {
+            out.push(status_line(v));
+            return;
+        }
+        Some("api_retry") => {
+            out.push(api_retry(v));
+            return;
+        }
+        Some(n) => {
+            if let Some(field) = progress_field(n) {
+                out.push(progress_line(v, n, field));
+                return;
+            }
+        }
+        None => {}
+    }
     let Some(sub) = native.and_then(system_subtype) else {
         return;
     };
@@ -282,15 +486,26 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 }
             }
         };
-        let kind = kind_for_status(v.get("api_error_status")).unwrap_or_else(|| classify(&message));
-        out.push(error("result_error", code, message, kind));
+        let reason = v.str_at("terminal_reason").unwrap_or("");
+        if reason.starts_with("aborted") {
+            // an interrupt, not a failure of the model
+            out.push(error("aborted", code, message, "semantic"));
+        } else {
+            let kind = http_kind(v.get("api_error_status"))
+                .or_else(|| SEMANTIC_REASONS.contains(&reason).then_some("semantic"))
+                .unwrap_or_else(|| classify(&message));
+            out.push(error("result_error", code, message, kind));
+        }
     } else {
         out.push(status("result", text.map(Cow::Borrowed)));
     }
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
         let first = model_usage.and_then(main_model);
-        let mut ev = claude_usage("cumulative", None, v.get("usage"), v.get("total_cost_usd"));
+        let cost = v.get("total_cost_usd");
+        let mut ev = model_usage
+            .and_then(|m| model_usage_total(m, cost))
+            .unwrap_or_else(|| claude_usage("cumulative", None, v.get("usage"), cost));
         if let (Some(k), Some(u)) = (first, ev.usage.as_mut()) {
             if !k.is_empty() {
                 u.model = Cow::Borrowed(k);
@@ -298,6 +513,48 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         out.push(ev);
     }
+}
+
+/// The run's counter: `modelUsage` summed over its models (cumulative, like `total_cost_usd`;
+/// `result.usage` is the last turn's only). `None` when it has no count.
+fn model_usage_total<'v>(
+    model_usage: &'v Value<'v>,
+    cost: Option<&'v Value<'v>>,
+) -> Option<Event<'v>> {
+    if !model_usage.is_object() {
+        return None;
+    }
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    let mut cached = Num::Int(0);
+    for (_, e) in model_usage.dict_items() {
+        if !e.is_object() {
+            continue;
+        }
+        let read = e.get("cacheReadInputTokens");
+        inputs.extend([
+            e.get("inputTokens"),
+            read,
+            e.get("cacheCreationInputTokens"),
+        ]);
+        outputs.push(e.get("outputTokens"));
+        if let Some(n) = Num::count(read) {
+            cached = cached.plus(n);
+        }
+    }
+    let mut ev = usage("cumulative", None, &inputs, None, &outputs, cost);
+    let u = ev.usage.as_mut()?;
+    if u.unknown {
+        return None;
+    }
+    if let Some(total_in) = u.input {
+        u.cached = Some(if cached.le(total_in) {
+            cached
+        } else {
+            total_in
+        });
+    }
+    Some(ev)
 }
 
 /// The `modelUsage` key that cost the most (the main model, not the helper one); ties go to

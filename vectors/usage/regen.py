@@ -5,8 +5,10 @@ totals ``checkfu_fast.usage_totals`` gives (``totals``; review every change befo
 under ``cli``, what the CLI itself reports as its total, computed here straight from the native
 lines by an independent reader (the package never reads native JSON outside its dialects):
 
-- claude: the last ``result`` per session: ``usage`` (input = input + cache read + cache
-  creation) and ``total_cost_usd``; ``cliModelUsage`` = the sum over ``modelUsage`` models;
+- claude: the last ``result`` per session: the sum over its ``modelUsage`` models (input =
+  input + cache read + cache creation; the run's counter, like ``total_cost_usd``), else its
+  ``usage`` (the last turn's), with ``total_cost_usd``; ``cliModelUsage`` = the ``modelUsage``
+  sum with the models' ``costUSD``;
 - codex: the last ``turn.completed`` / ``token_count`` counter of each thread (cumulative);
 - cursor: the sum of the ``result`` usages (one per run);
 - opencode: the sum of the ``step_finish`` parts (per step);
@@ -106,6 +108,8 @@ def cli_claude(ds):
                 ),
             )
         models[d.get("session_id")] = mu
+        if d.get("modelUsage"):  # the run's counter wins over the last turn's usage
+            last[d.get("session_id")] = {**mu, "costUsd": d.get("total_cost_usd")}
     if not last:
         return None, None
     t = tot()

@@ -32,6 +32,10 @@ _ASSISTANT_ERROR_KINDS = {
     "rate_limit": "quota",
     "billing_error": "quota",
     "server_error": "transport",
+    "authentication_failed": "semantic",
+    "invalid_request": "semantic",
+    "max_output_tokens": "semantic",
+    "model_not_found": "semantic",
 }
 _SYSTEM_SUBTYPES = {
     "init": "init",
@@ -41,8 +45,41 @@ _SYSTEM_SUBTYPES = {
     "task_progress": "subagent",
     "task_notification": "subagent",
     "task_updated": "subagent",
-    "hook_started": "progress",
-    "hook_response": "progress",
+}
+# system subtypes that are progress notes: the field that names them (else the subtype)
+_PROGRESS_TEXT = {
+    "thinking_tokens": None,  # the hot line: no usage, no field read
+    "hook_started": None,
+    "hook_progress": None,
+    "hook_response": None,
+    "permission_denied": "message",
+    "notification": "text",
+    "session_state_changed": "state",
+    "local_command_output": "content",
+    "files_persisted": None,
+    "elicitation_complete": None,
+    "model_fallback": "content",
+    "model_refusal_fallback": "content",
+    "model_refusal_no_fallback": "content",
+    "model_consent_fallback": "content",
+    "post_turn_summary": "content",
+    "mirror_error": "content",
+}
+# top-level types that are progress notes: the field that gives their text
+_TOP_PROGRESS = {
+    "tool_progress": "tool_name",
+    "tool_use_summary": "summary",
+    "prompt_suggestion": "suggestion",  # a predicted next prompt: never the answer
+}
+# api_retry `error` (SDKAssistantMessageError) -> kind, when the HTTP status decides none
+_RETRY_ERROR_KINDS = {
+    "rate_limit": "quota",
+    "billing_error": "quota",
+    "server_error": "transport",
+    "authentication_failed": "semantic",
+    "invalid_request": "semantic",
+    "max_output_tokens": "semantic",
+    "model_not_found": "semantic",
 }
 
 
@@ -82,7 +119,94 @@ def _nonempty(x: Any) -> str | None:
     return x if isinstance(x, str) and x else None
 
 
+def _http_kind(code: Any) -> str | None:
+    """Kind implied by an HTTP status: 429 quota, 5xx transport, 401/403 semantic."""
+    if code in (401, 403) and type(code) is int:
+        return "semantic"
+    return kind_for_status(code)
+
+
+def _status(v: dict[str, Any]) -> Event:
+    """``system/status``: compaction start/end/failure, else a progress note."""
+    st = v.get("status")
+    result = v.get("compact_result")
+    if st == "compacting":
+        return status("compaction", "compacting")
+    if result == "success":
+        return status("compaction", "compacted")
+    if result == "failed":  # no compact_boundary follows; the turn goes on
+        message = text_of(v.get("compact_error")) or "compaction failed"
+        return error("compaction_error", "compaction_failed", message, "semantic")
+    return status("progress", st if isinstance(st, str) and st else "status")
+
+
+def _api_retry(v: dict[str, Any]) -> Event:
+    """``system/api_retry``: a transient error; the CLI retries after ``retry_delay_ms``."""
+    err = v.get("error")
+    if isinstance(err, dict):  # a fork's {type, message, error}
+        err = err.get("error")
+    code = err if isinstance(err, str) and err else "api_retry"
+    http = v.get("error_status")
+    message = "api retry"
+    attempt, most = v.get("attempt"), v.get("max_retries")
+    if is_int(attempt):
+        message += f" {attempt}" + (f"/{most}" if is_int(most) else "")
+    message += f": {code}"
+    if is_int(http):
+        message += f" (HTTP {http})"
+    kind = _http_kind(http) or _RETRY_ERROR_KINDS.get(code)
+    if kind is None:  # no HTTP response at all: a connection error or timeout
+        kind = "transport" if http is None else classify(message)
+    ev = error("retry", code, message, kind)
+    ev["retry"] = True
+    delay = v.get("retry_delay_ms")
+    if kind in ("quota", "transport") and is_int(delay) and 0 <= delay < 1 << 63:
+        ev["retryAfterMs"] = delay
+    return ev
+
+
+def is_int(x: Any) -> bool:
+    """An integer the native side reads as one (i64)."""
+    return type(x) is int and -(1 << 63) <= x < 1 << 63
+
+
+def _top_progress(v: dict[str, Any], t: str) -> list[Event]:
+    text = v.get(_TOP_PROGRESS[t])
+    return [status("progress", text if isinstance(text, str) and text else t)]
+
+
+def _auth_status(v: dict[str, Any]) -> list[Event]:
+    err = v.get("error")
+    if isinstance(err, str) and err:
+        return [error("auth_error", "auth_status", err, "semantic")]
+    out = v.get("output")
+    lines = [x for x in out if isinstance(x, str)] if isinstance(out, list) else []
+    return [status("progress", "\n".join(lines) or "auth_status")]
+
+
+def _progress(v: dict[str, Any], native: str) -> Event:
+    field = _PROGRESS_TEXT[native]
+    if field is None:
+        if native.startswith("hook_"):
+            name = text_of(v.get("hook_name")) or native
+            outcome = v.get("outcome")
+            if isinstance(outcome, str) and outcome and outcome != "success":
+                name += " " + outcome  # hooks are non-fatal: not an error
+            return status("progress", name)
+        return status("progress", native)
+    text = v.get(field)
+    return status("progress", text if isinstance(text, str) and text else native)
+
+
 def _system(v: dict[str, Any], native: Any) -> list[Event]:
+    if native == "thinking_tokens":
+        return [status("progress", "thinking_tokens")]
+    if native == "status":
+        return [_status(v)]
+    if native == "api_retry":
+        return [_api_retry(v)]
+    if isinstance(native, str) and native in _PROGRESS_TEXT:
+        return [_progress(v, native)]
     sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
     if sub is None:
         return []
@@ -125,6 +249,10 @@ def map_line(v: Any) -> list[Event]:
         return _rate_limit(v.get("rate_limit_info"))
     if t == "conversation_reset":
         return [status("init")]
+    if isinstance(t, str) and t in _TOP_PROGRESS:
+        return _top_progress(v, t)
+    if t == "auth_status":
+        return _auth_status(v)
     return []
 
 
@@ -248,20 +376,49 @@ def _result(v: dict[str, Any]) -> list[Event]:
     if v.get("is_error") is True or sub_s.startswith("error"):
         code = sub_s if sub_s.startswith("error") else "result_error"
         message = text or _joined_errors(v.get("errors")) or code
-        kind = kind_for_status(v.get("api_error_status")) or classify(message)
-        out.append(error("result_error", code, message, kind))
+        reason = v.get("terminal_reason")
+        reason = reason if isinstance(reason, str) else ""
+        kind = (
+            _http_kind(v.get("api_error_status"))
+            or ("semantic" if reason in _SEMANTIC_REASONS else None)
+            or classify(message)
+        )
+        if reason.startswith("aborted"):  # an interrupt, not a failure of the model
+            out.append(error("aborted", code, message, "semantic"))
+        else:
+            out.append(error("result_error", code, message, kind))
     else:
         out.append(status("result", text))
     if "usage" in v or "total_cost_usd" in v:
-        out.append(
-            claude_usage(
-                "cumulative",
-                _main_model(v.get("modelUsage")),
-                v.get("usage"),
-                v.get("total_cost_usd"),
-            )
-        )
+        model_usage = v.get("modelUsage")
+        model = _main_model(model_usage)
+        ev = _model_usage_total(model, model_usage, v.get("total_cost_usd"))
+        out.append(ev or claude_usage("cumulative", model, v.get("usage"), v.get("total_cost_usd")))
     return out
+
+
+def _model_usage_total(model: Any, model_usage: Any, cost: Any) -> Event | None:
+    """The run's counter: ``modelUsage`` summed over its models (cumulative, like
+    ``total_cost_usd``; ``result.usage`` is the last turn's only). None when it has no count."""
+    if not isinstance(model_usage, dict):
+        return None
+    entries = [e for e in model_usage.values() if isinstance(e, dict)]
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    cached: Any = 0
+    for e in entries:
+        read = e.get("cacheReadInputTokens")
+        inputs += [e.get("inputTokens"), read, e.get("cacheCreationInputTokens")]
+        outputs.append(e.get("outputTokens"))
+        if is_count(read):
+            cached = cached + read
+    if not any(is_count(x) for x in inputs + outputs):
+        return None
+    return usage("cumulative", model, inputs, cached, outputs, cost)
+
+
+# result `terminal_reason`s that say the failure is the request's own
+_SEMANTIC_REASONS = ("prompt_too_long", "model_error", "max_turns")
 
 
 def _joined_errors(errors: Any) -> str:
