@@ -26,9 +26,10 @@ from typing import Any
 
 import orjson
 
-from checkfu_fast.reference import UNKNOWN, _finish, check_options
+from checkfu_fast.reference import _LINE_ORDER, UNKNOWN, _finish, check_options
 from checkfu_fast.reference import Normalizer as _RefNormalizer
 from checkfu_fast.reference.dialects import IMPLEMENTED
+from checkfu_fast.reference.events import classify_tools
 from checkfu_fast.reference.framing import Framer
 from checkfu_fast.reference.sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
 
@@ -113,10 +114,15 @@ def normalize(
             return
         module = IMPLEMENTED[d]
         events = module.map_line(value) or [UNKNOWN]
-        line_meta = module.meta(value)
+        classify_tools(events)  # the reference's generic pass after the dialect
+        m = module.meta(value)
+        line_meta = {k: x for k, x in m.items() if k not in _LINE_ORDER}
         nt = module.native_type(value) if hasattr(module, "native_type") else value.get("type")
         if isinstance(nt, str):
             line_meta["nativeType"] = nt
+        for k in _LINE_ORDER:
+            if k in m:
+                line_meta[k] = m[k]
         line_meta.update(extra)
         for ev in events:
             out.append(_finish(position, d, ev, raw, value, line_meta))

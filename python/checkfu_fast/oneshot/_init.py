@@ -22,7 +22,8 @@ every process of the namespace is SIGKILLed (uncontained: our process group), so
 killed by SIGKILL still leaves no process and no staged prompt behind.
 
 The harness gets every signal disposition reset to the default and an empty signal mask (an
-inherited ``SIG_IGN`` for SIGINT from ``nohup`` or a background shell does not reach it).
+inherited ``SIG_IGN`` for SIGINT from ``nohup`` or a background shell does not reach it, nor
+one for the signals 32 and 33 that glibc reserves: those are reset with ``rt_sigaction``).
 (stdlib only and few imports: this runs once per turn, its start-up is the containment's cost)
 """
 
@@ -38,6 +39,10 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+# rt_sigaction(2) by number, per machine: glibc keeps signals 32 and 33 for itself and refuses
+# them to sigaction(), yet a SIG_IGN on them is inherited through exec (Debian's GNU make leaves
+# both ignored for its recipes), so they are reset with the system call itself
+SYS_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}
 
 
 def _say(sock: int, text: str) -> None:
@@ -84,13 +89,22 @@ def _mount_proc() -> None:
 
 
 def _default_signals() -> None:
+    refused = []
     for sig in range(1, signal.NSIG):
         if sig in (signal.SIGKILL, signal.SIGSTOP):
             continue
         try:
             signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError, RuntimeError):
+        except OSError:
+            refused.append(sig)  # EINVAL: one glibc reserves
+        except (ValueError, RuntimeError):
             pass
+    nr = SYS_RT_SIGACTION.get(os.uname().machine)
+    if refused and nr is not None:
+        libc = _libc()
+        act = ctypes.create_string_buffer(32)  # all zero: SIG_DFL, no flags, an empty mask
+        for sig in refused:
+            libc.syscall(ctypes.c_long(nr), ctypes.c_long(sig), act, None, ctypes.c_long(8))
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
 
 
