@@ -5,7 +5,7 @@ Mirror of rust/dialects/claude.rs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     Event,
@@ -160,7 +160,7 @@ def _api_retry(v: dict[str, Any]) -> Event:
     ev = error("retry", code, message, kind)
     ev["retry"] = True
     delay = v.get("retry_delay_ms")
-    if kind in ("quota", "transport") and is_int(delay) and 0 <= delay < 1 << 63:
+    if kind in ("quota", "transport") and is_int(delay) and 0 <= cast(int, delay) < 1 << 63:
         ev["retryAfterMs"] = delay
     return ev
 

@@ -185,7 +185,9 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
             if not has_action:
                 call["providerArguments"] = {"query": item.get("query")}
             # the item reports the query, no result content: no toolResult
-            text = text_of(item.get("query")) or (_action_text(action) if has_action else "")
+            text = text_of(item.get("query")) or (
+                _action_text(cast(dict[str, Any], action)) if has_action else ""
+            )
             return [call, tool_result("web_search", iid, False, text)]
         return [status("progress", "web_search")]
     if it == "file_change":
@@ -280,7 +282,7 @@ def _collab(phase: str, item: dict[str, Any], iid: Any) -> list[Event]:
                 info["description"] = item["prompt"]
             out.append(_with(status("subagent", name), subagent=info))
     for tid, st in states.items():
-        end = _AGENT_ENDS.get(st.get("status")) if isinstance(st, dict) else None
+        end = _AGENT_ENDS.get(cast(str, st.get("status"))) if isinstance(st, dict) else None
         if end is not None and tid:
             info = {"id": tid, "phase": "ended", "disposition": end}
             out.append(_with(status("subagent", name), subagent=info))

@@ -10,7 +10,7 @@ claude dialect.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     Event,
@@ -162,9 +162,9 @@ def _reasoning_apart(u: dict[str, Any]) -> bool:
         "reasoning_tokens",
     )
     total, reasoning = u.get("total_tokens"), u.get("reasoning_tokens")
-    if not (_int_count(total) and _int_count(reasoning) and reasoning > 0):
+    if not (_int_count(total) and _int_count(reasoning) and cast(int, reasoning) > 0):
         return False
-    return sum(u[k] for k in keys if _int_count(u.get(k))) == total
+    return bool(sum(u[k] for k in keys if _int_count(u.get(k))) == total)
 
 
 def _int_count(x: Any) -> bool:

@@ -8,7 +8,7 @@ finished, so one ``tool_use`` line gives both the call and its result. Usage is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..events import (
     Event,
@@ -114,7 +114,7 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
         cost = p.get("cost")
         counts = [tk.get("input"), tk.get("output"), tk.get("reasoning"), cached, c.get("write")]
         counts = [x for x in [*counts, tk.get("total")] if is_count(x)]
-        if is_count(cost) and cost > 0 and counts and all(x == 0 for x in counts):
+        if is_count(cost) and cast(float, cost) > 0 and counts and all(x == 0 for x in counts):
             # opencode #15779: all-zero tokens with a cost report no tokens, not real zeros
             out.append(usage("turn", v.get("modelID"), [], None, [], cost))
             return out
