@@ -56,6 +56,8 @@ def test_first_observation_arrives_while_the_harness_still_runs(tmp_path):
 class LineObserver:
     """A stand-in fold, incremental by construction: one observation per complete line."""
 
+    retry = None  # the Observer interface: no retry time
+
     def __init__(self, contract, request, *, dialect="auto", implementation="native", redact=None):
         self.buf, self.started = b"", False
 
@@ -304,6 +306,7 @@ NULL_FOLD = textwrap.dedent(
             error = {"type": "validation.payload_too_large", "message": "cap"}
             return [{"type": "observation.failed", "payload": {"error": error}}]
         state = {"schema_version": 1, "turn": 1, "last_response": ""}
+        retry = None
     turn.Observer = NullFold
     """
 )
@@ -382,3 +385,18 @@ def test_cli_run_prints_observations_as_they_happen(tmp_path):
         proc.wait(timeout=30)
     assert rest[-1]["resulting_state"]["last_response"] == "done"  # the flag ended the wait
     assert rest[-2]["type"] == "observation.finished" and proc.returncode == 0
+
+
+def test_turn_result_exposes_the_retry_time_of_a_retryable_failure(tmp_path):
+    stdout = tmp_path / "out.jsonl"
+    stdout.write_bytes(
+        b'{"type":"system","subtype":"init","session_id":"s","tools":["Bash"]}\n'
+        b'{"type":"system","subtype":"api_retry","attempt":3,"max_retries":3,'
+        b'"retry_delay_ms":4000,"error_status":529,"error":"server_error","session_id":"s"}\n'
+    )
+    result = run_turn(contract(), TurnRequest("go"), deadline_s=10, **harness("raw", str(stdout)))
+    assert result.observations[-1]["type"] == "observation.retryable_failure"
+    assert (result.retry_at, result.retry_after_ms) == (None, 4000)
+    ok = run_turn(contract(), TurnRequest("go"), deadline_s=10, **harness("stream-wait", "x", "0"))
+    assert ok.observations[-1]["type"] == "observation.finished"
+    assert (ok.retry_at, ok.retry_after_ms) == (None, None)

@@ -728,3 +728,35 @@ def test_codex_2026_file_change_counts_once_and_carries_its_diff():
         )
         path = "/home/dev/work/parser/src/parser/range.py"
         assert evs[1]["fileChanges"] == [{"event": "modify", "path": path, "diff": diff}]
+
+
+RETRY_429 = (
+    b'{"type":"system","subtype":"init","session_id":"s","tools":["Bash"]}\n'
+    b'{"type":"system","subtype":"api_retry","attempt":3,"max_retries":3,"retry_delay_ms":4000,'
+    b'"error_status":429,"error":"rate_limit","session_id":"s"}\n'
+)
+
+
+@pytest.mark.parametrize("implementation", ["native", "reference"])
+def test_a_retryable_failure_carries_the_streams_own_retry_time(implementation):
+    o = Observer(contract(), TurnRequest("hi"), implementation=implementation)
+    out = o.feed(RETRY_429) + o.finish()
+    assert out[-1]["type"] == "observation.retryable_failure"
+    assert o.retry == (None, 4000)  # the api_retry's retry_delay_ms, nothing guessed
+    reset = b'{"type":"result","subtype":"error_during_execution","is_error":true,"result":"x"}\n'
+    done = Observer(contract(), TurnRequest("hi"), implementation=implementation)
+    done.feed(RETRY_429 + reset)
+    done.finish()
+    assert done.retry is None  # the stream's own later outcome decided, and it gave no time
+
+
+@pytest.mark.parametrize("implementation", ["native", "reference"])
+def test_a_rate_limit_without_a_stated_time_gives_no_retry_time(implementation):
+    line = (
+        b'{"type":"result","subtype":"success","is_error":true,'
+        b'"result":"You\'ve hit your limit \\u00b7 resets 5am (UTC)"}\n'
+    )
+    o = Observer(contract(), TurnRequest("hi"), implementation=implementation)
+    out = o.feed(line) + o.finish()
+    assert out[-1]["type"] == "observation.retryable_failure"
+    assert o.retry is None

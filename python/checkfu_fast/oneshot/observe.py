@@ -344,6 +344,8 @@ class _Fold:
                     "error": _dict(e.get("error")),
                     "stopReason": None,
                     "durationMs": None,
+                    "retryAt": e.get("retryAt"),
+                    "retryAfterMs": e.get("retryAfterMs"),
                 }
         if kind == "message" and subtype in ("text", "thinking") and not e.get("delta"):
             self.message(e, subtype, sub)
@@ -533,6 +535,8 @@ class _Fold:
             "error": _dict(e.get("error")),
             "stopReason": e.get("stopReason"),
             "durationMs": e.get("durationMs"),
+            "retryAt": e.get("retryAt"),
+            "retryAfterMs": e.get("retryAfterMs"),
         }
 
     def final_text(self, e: dict[str, Any]) -> str | None:
@@ -625,6 +629,7 @@ class Observer:
         self._started = False
         self._finished = False
         self._state: dict[str, Any] | None = None
+        self._retry: tuple[str | None, int | None] | None = None
         self._text: _TextOutput | None = None
         self._fold: _Fold | None = None
         self._normalizer: Any = None
@@ -680,7 +685,9 @@ class Observer:
                 last_response = fold.result_text
             elif fold.last_main_message is not None:
                 last_response = fold.last_main_message
-        out.append(_ending(self._fold, process))
+        ending = _ending(self._fold, process)
+        out.append(ending)
+        self._retry = _retry_time(self._fold, process, ending)
         prior = self._request.prior_state
         self._state = {
             "schema_version": 1,
@@ -688,6 +695,12 @@ class Observer:
             "last_response": self._redact(last_response) if self._redact else last_response,
         }
         return self._out(out)
+
+    @property
+    def retry(self) -> tuple[str | None, int | None] | None:
+        """``(retryAt, retryAfterMs)`` of a ``retryable_failure`` whose error event said when work
+        can resume (docs/events.md), else ``None``; valid after finish()."""
+        return self._retry
 
     @property
     def state(self) -> dict[str, Any]:
@@ -774,6 +787,23 @@ def _ending(fold: _Fold | None, process: Any) -> Observation:
     if ending != "finished":
         return {"type": f"observation.{ending}", "payload": payload}
     return _finished(fold, process, payload.get("stop_reason"))
+
+
+def _retry_time(
+    fold: _Fold | None, process: Any, ending: Observation
+) -> tuple[str | None, int | None] | None:
+    """The retry time of a ``retryable_failure`` that the stream decided (its last outcome, or
+    the last retry of a stream that stopped while retrying): the error event's own fields."""
+    if ending["type"] != "observation.retryable_failure" or fold is None:
+        return None
+    if process is not None and process.spawn_error is not None:
+        return None  # the host's failure, not the stream's
+    source = fold.final if fold.final is not None else fold.last_retry
+    at = _dict(source).get("retryAt")
+    ms = _dict(source).get("retryAfterMs")
+    at = at if isinstance(at, str) else None
+    ms = ms if isinstance(ms, int) and not isinstance(ms, bool) else None
+    return None if at is None and ms is None else (at, ms)
 
 
 def _finished(fold: _Fold | None, process: Any, stop_reason: str | None) -> Observation:

@@ -41,6 +41,9 @@ class TurnResult:
     exchange: dict[str, Any]  # as planned for the private staging dir, plus "stdout"
     staging_dir: str  # removed when the turn has ended
     process: ProcessResult  # stderr_tail and spawn_error_message redacted
+    # a retryable failure's resume time as the stream stated it (error retryAt / retryAfterMs)
+    retry_at: str | None = None  # RFC 3339 UTC
+    retry_after_ms: int | None = None
 
 
 _LIVE: set[TurnStream] = set()  # running turns (each removes itself when it ends)
@@ -163,7 +166,10 @@ class TurnStream:
             exchange = self._exchange
             exchange["stdout"] = process.stdout.decode("utf-8", "replace")
             exchange["resulting_state"] = state
-            self._result = TurnResult(self._observations, state, exchange, self._root, process)
+            retry = self._observer.retry or (None, None)
+            self._result = TurnResult(
+                self._observations, state, exchange, self._root, process, *retry
+            )
         except BaseException as exc:  # handed to the consumer
             self._error = exc
         finally:
