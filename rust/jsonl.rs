@@ -736,15 +736,7 @@ pub fn write_stream_error(
     let Some(dialect) = engine.dialect() else {
         return;
     };
-    let rec = LineEvents {
-        position: 0,
-        dialect: dialect.name(),
-        raw: &err.raw,
-        parsed: None,
-        meta: LineMeta::default(),
-        repairs: 0,
-        events: vec![err.event.clone()],
-    };
+    let rec = err.record(dialect);
     writer.line(out, &rec, seq);
 }
 

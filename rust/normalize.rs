@@ -237,6 +237,21 @@ pub struct StreamError {
     pub event: Event<'static>,
 }
 
+impl StreamError {
+    /// The stream-level error as the one record both output paths (dicts, JSONL) write.
+    pub fn record(&self, dialect: &AnyDialect) -> LineEvents<'_> {
+        LineEvents {
+            position: 0,
+            dialect: dialect.name(),
+            raw: &self.raw,
+            parsed: None,
+            meta: LineMeta::default(),
+            repairs: 0,
+            events: vec![self.event.clone()],
+        }
+    }
+}
+
 /// The `error/stream_is_utf16` event for a stream the framer found to be UTF-16 or UTF-32.
 pub fn stream_error(w: &WideStream) -> StreamError {
     let name = w.encoding.name();

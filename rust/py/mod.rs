@@ -188,15 +188,7 @@ fn emit_stream_error(
     let Some(dialect) = engine.dialect() else {
         return Ok(());
     };
-    let rec = LineEvents {
-        position: 0,
-        dialect: dialect.name(),
-        raw: &err.raw,
-        parsed: None,
-        meta: LineMeta::default(),
-        repairs: 0,
-        events: vec![err.event.clone()],
-    };
+    let rec = err.record(dialect);
     convert::line(py, &rec, seq, &mut convert::KeyCache::new(), out)
 }
 
