@@ -153,8 +153,12 @@ pub struct Subagent<'v> {
     pub name: Option<Text<'v>>,
     pub kind: Option<Text<'v>>,
     pub description: Option<Text<'v>>,
+    /// The sub-agent's full prompt, when the stream gives it.
+    pub prompt: Option<Text<'v>>,
     /// `completed`, `failed` or `canceled`.
     pub disposition: Option<&'static str>,
+    /// Another id the stream uses for the same sub-agent (claude's `task_id`).
+    pub alias: Option<&'v str>,
 }
 
 /// Per-event oneshot extras, in output order.
@@ -172,6 +176,14 @@ pub struct Extra<'v> {
     pub tokens_after: Option<&'v Value<'v>>,
     pub retry: bool,
     pub delta_only: bool,
+    /// On a usage event: how many of its output tokens were reasoning (`reasoningTokens`).
+    pub reasoning_tokens: Option<&'v Value<'v>>,
+    /// On a success result: the result gives no answer (`emptyResult`).
+    pub empty_result: bool,
+    /// The event's text is the run's answer (`answer`: cursor's plan).
+    pub answer: bool,
+    /// On a tool call: the unparsed argument text of a malformed call (`partialArguments`).
+    pub partial_arguments: Option<&'v str>,
 }
 
 /// Line-level fields a dialect reads once per line.
@@ -575,6 +587,16 @@ pub fn line_extras<'v>(v: &'v Value<'v>, outcome: bool, meta: &mut LineMeta<'v>)
         meta.stop_reason = stop_reason(v);
     }
     meta.duration_ms = nonneg_int(v.get("duration_ms")).or_else(|| nonneg_int(v.get("durationMs")));
+}
+
+/// `reasoningTokens` on a usage event with counts (`reasoning_tokens` of the reference): how
+/// many of its output tokens were reasoning, where the CLI reports them apart.
+pub fn reasoning_tokens<'v>(mut ev: Event<'v>, v: Option<&'v Value<'v>>) -> Event<'v> {
+    let known = ev.usage.as_ref().is_some_and(|u| !u.unknown);
+    if let (true, Some(r)) = (known, v.filter(|r| Num::count(Some(r)).is_some())) {
+        ev.x().reasoning_tokens = Some(r);
+    }
+    ev
 }
 
 /// `tokensBefore`/`tokensAfter` on a compaction event (`compaction_tokens`).

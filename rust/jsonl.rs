@@ -621,8 +621,14 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
         if let Some(n) = &s.description {
             a.str("description", n); // o.set_item("description", n)
         }
+        if let Some(n) = &s.prompt {
+            a.str("prompt", n); // o.set_item("prompt", n)
+        }
         if let Some(n) = s.disposition {
             a.str("disposition", n); // o.set_item("disposition", n)
+        }
+        if let Some(n) = s.alias {
+            a.str("alias", n); // o.set_item("alias", n)
         }
         a.close();
     }
@@ -637,6 +643,18 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
     }
     if x.delta_only {
         o.bool("deltaOnly", true); // d.set_item("deltaOnly", true)
+    }
+    if let Some(r) = x.reasoning_tokens {
+        o.value("reasoningTokens", r); // d.set_item("reasoningTokens", value(r))
+    }
+    if x.empty_result {
+        o.bool("emptyResult", true); // d.set_item("emptyResult", true)
+    }
+    if x.answer {
+        o.bool("answer", true); // d.set_item("answer", true)
+    }
+    if let Some(p) = x.partial_arguments {
+        o.str("partialArguments", p); // d.set_item("partialArguments", p)
     }
 }
 

@@ -884,6 +884,7 @@ fn event_extras<'v>(x: &EmitExtras, e: &Emit, v: &'v Value<'v>, ev: &mut Event<'
                 kind: string(sa.kind.as_ref(), v),
                 description: string(sa.description.as_ref(), v),
                 disposition,
+                ..Subagent::default()
             });
         }
     }

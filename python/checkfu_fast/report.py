@@ -68,32 +68,53 @@ def _cost(t: dict[str, Any]) -> str:
     return f"{t['costUsd']:.4f}" + ("*" if t["source"] == "partial" else "")
 
 
+def _reasoning(t: dict[str, Any]) -> str:
+    return _int(t["reasoningTokens"]) if "reasoningTokens" in t else "-"
+
+
+def _endings(t: dict[str, Any]) -> str:
+    """``ok``, ``empty``, ``failed`` (or ``2 ok, 1 failed``): how the streams ended."""
+    seen = [(k, n) for k, n in t["endings"].items() if n]
+    if len(seen) == 1 and seen[0][1] == 1:
+        return seen[0][0]
+    return ", ".join(f"{n} {k}" for k, n in seen) or "-"
+
+
+def _cells(t: dict[str, Any]) -> list[str]:
+    return [
+        _int(t["inputTokens"]),
+        _int(t["outputTokens"]),
+        _reasoning(t),
+        _int(t["cachedTokens"]),
+        _cost(t),
+    ]
+
+
 def table(totals: dict[str, Any], by: str, files: int) -> str:
     """The human table: one row per session (or model), then the total."""
     key = "bySession" if by == "session" else "byModel"
     head = ["Session", "Dialect"] if by == "session" else ["Model"]
-    head += ["Input", "Output", "Cached", "Cost (USD)"]
+    head += ["Input", "Output", "Reasoning", "Cached", "Cost (USD)"]
+    if by == "session":
+        head.append("Ending")
     rows = []
     for name, t in totals[key].items():
         row = [name, t["dialect"]] if by == "session" else [name]
-        rows.append(
-            [
-                *row,
-                _int(t["inputTokens"]),
-                _int(t["outputTokens"]),
-                _int(t["cachedTokens"]),
-                _cost(t),
-            ]
-        )
+        row += _cells(t)
+        if by == "session":
+            row.append(_endings(t))
+        rows.append(row)
     t = totals["total"]
     total = ["Total"] + ([""] if by == "session" else [])
-    total += [_int(t["inputTokens"]), _int(t["outputTokens"]), _int(t["cachedTokens"]), _cost(t)]
+    total += _cells(t)
+    if by == "session":
+        total.append(_endings(t))
     text_cols = 2 if by == "session" else 1
     widths = [max(len(r[i]) for r in [head, *rows, total]) for i in range(len(head))]
 
     def line(r: list[str]) -> str:
         cells = [
-            c.ljust(w) if i < text_cols else c.rjust(w)
+            c.ljust(w) if i < text_cols or (by == "session" and i == len(r) - 1) else c.rjust(w)
             for i, (c, w) in enumerate(zip(r, widths, strict=True))
         ]
         return "  ".join(cells).rstrip()
@@ -107,6 +128,12 @@ def table(totals: dict[str, Any], by: str, files: int) -> str:
         out.append("* the cost covers only some usage readings (the others had none from the CLI)")
     if any(r["source"] == "absent" for r in totals[key].values()):
         out.append("- the CLI reported no cost (codex and cursor never do); none is estimated")
+    ends = t["endings"]
+    if by == "session" and (ends["empty"] or ends["failed"]):
+        out.append(
+            "empty: a success result that gave no answer; failed: the stream ended on an error "
+            "(whatever the exit status)"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -1,7 +1,8 @@
 """Token and cost totals from events/v1 events, right by construction (docs/usage.md).
 
 Only event fields are read (``kind``, ``usage``, ``usageScope``/``subtype``, ``messageId``,
-``sessionId``, ``dialect``), never ``parsed``. The rules, per scope:
+``sessionId``, ``dialect``, ``reasoningTokens``, and for the endings ``emptyResult`` and
+``repeatsError``), never ``parsed``. The rules, per scope:
 
 - ``message`` usage is one API response: lines with the same ``messageId`` (claude repeats it on
   every content-block line, with growing ``output_tokens``) count once, with the largest value of
@@ -15,6 +16,14 @@ Only event fields are read (``kind``, ``usage``, ``usageScope``/``subtype``, ``m
   the thread across resumes, the counter is kept per session across streams and the largest one
   counts, so a resumed session does not count its earlier turns again, in whatever order the
   files come.
+
+``reasoningTokens`` (the part of ``outputTokens`` the CLI reports as reasoning) follows the
+same rules as the other counts; a total has it only when some reading reported it.
+
+Each stream also has one ending, from its last outcome event (docs/usage.md, Endings): ``ok``
+(a result or completed turn with an answer), ``empty`` (a success result with no answer:
+``emptyResult``), ``failed`` (a terminal error event: a failed result, a failed turn, an API
+error, max turns, an interrupt; whatever the exit status was) or ``none`` (no outcome at all).
 
 :class:`UsageFold` folds many streams in bounded memory (state per session and per model, the
 ``messageId`` table of the current stream only); :func:`usage_totals` folds one stream.
@@ -31,18 +40,33 @@ __all__ = ["SESSION_CUMULATIVE", "UsageFold", "usage_totals"]
 SESSION_CUMULATIVE = frozenset({"codex"})
 _COUNTS = ("inputTokens", "outputTokens", "cachedTokens")
 _UNKNOWN = "unknown"
+ENDINGS = ("ok", "empty", "failed", "none")
+# error subtypes that do not end a stream (oneshot/observe.py NON_TERMINAL_ERRORS; a test
+# compares the two)
+NON_TERMINAL_ERRORS = frozenset(
+    {
+        "invalid_utf8",
+        "invalid_json",
+        "line_too_long",
+        "too_deep",
+        "too_many_nodes",
+        "stream_is_utf16",
+        "retry",
+        "item_error",
+    }
+)
 
 
 class _Rec:
     """One usage reading: token counts (``None`` when the line had none), cost, model."""
 
-    __slots__ = ("cachedTokens", "costUsd", "inputTokens", "model", "outputTokens")
+    __slots__ = ("cachedTokens", "costUsd", "inputTokens", "model", "outputTokens", "reasoning")
     # set through setattr over _COUNTS in __init__: a count (int or float) or None
     inputTokens: int | float | None
     outputTokens: int | float | None
     cachedTokens: int | float | None
 
-    def __init__(self, usage: dict[str, Any]) -> None:
+    def __init__(self, usage: dict[str, Any], reasoning: Any = None) -> None:
         model = usage.get("model")
         self.model: str = model if isinstance(model, str) else _UNKNOWN
         known = not usage.get("unknown")
@@ -51,10 +75,12 @@ class _Rec:
             setattr(self, k, v if _is_count(v) else (0 if known else None))
         cost = usage.get("costUsd")
         self.costUsd = cost if _is_count(cost) else None
+        # reasoning tokens (part of outputTokens), None when the line reported none
+        self.reasoning: int | float | None = reasoning if known and _is_count(reasoning) else None
 
     def merge_max(self, other: _Rec) -> None:
         """Componentwise largest value (the same message reported on several lines)."""
-        for k in (*_COUNTS, "costUsd"):
+        for k in _FIELDS:
             a, b = getattr(self, k), getattr(other, k)
             if a is None or (b is not None and b > a):
                 setattr(self, k, b)
@@ -63,17 +89,20 @@ class _Rec:
 
     def covers(self, earlier: _Rec) -> bool:
         """True when no count went down from ``earlier`` (the same counter, grown)."""
-        for k in (*_COUNTS, "costUsd"):
+        for k in _FIELDS:
             a, b = getattr(earlier, k), getattr(self, k)
             if a is not None and b is not None and b < a:
                 return False
         return True
 
 
+_FIELDS = (*_COUNTS, "costUsd", "reasoning")
+
+
 def _sum(recs: list[_Rec]) -> _Rec:
     out = _Rec({})
     for r in recs:
-        for k in (*_COUNTS, "costUsd"):
+        for k in _FIELDS:
             a, b = getattr(out, k), getattr(r, k)
             setattr(out, k, b if a is None else a if b is None else a + b)
     return out
@@ -86,15 +115,28 @@ def _is_count(v: Any) -> bool:
 class _Acc:
     """A total: token sums, reported cost and how many readings had one."""
 
-    __slots__ = ("cachedTokens", "costUsd", "inputTokens", "outputTokens", "priced", "readings")
+    __slots__ = (
+        "cachedTokens",
+        "costUsd",
+        "endings",
+        "inputTokens",
+        "outputTokens",
+        "priced",
+        "readings",
+        "reasoned",
+        "reasoning",
+    )
 
     def __init__(self) -> None:
         self.inputTokens: int | float = 0
         self.outputTokens: int | float = 0
         self.cachedTokens: int | float = 0
         self.costUsd: int | float = 0
+        self.reasoning: int | float = 0
         self.readings = 0
         self.priced = 0
+        self.reasoned = 0  # readings that reported reasoning tokens
+        self.endings = dict.fromkeys(ENDINGS, 0)
 
     def add(self, r: _Rec) -> None:
         self.readings += 1
@@ -105,21 +147,29 @@ class _Acc:
         if r.costUsd is not None:
             self.priced += 1
             self.costUsd += r.costUsd
+        if r.reasoning is not None:
+            self.reasoned += 1
+            self.reasoning += r.reasoning
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, endings: bool = False) -> dict[str, Any]:
         if self.priced == 0:
             source = "absent"
         elif self.priced == self.readings:
             source = "reported"
         else:
             source = "partial"
-        return {
+        out: dict[str, Any] = {
             "inputTokens": self.inputTokens,
             "outputTokens": self.outputTokens,
             "cachedTokens": self.cachedTokens,
-            "costUsd": self.costUsd if self.priced else None,
-            "source": source,
         }
+        if self.reasoned:
+            out["reasoningTokens"] = self.reasoning
+        out["costUsd"] = self.costUsd if self.priced else None
+        out["source"] = source
+        if endings:
+            out["endings"] = dict(self.endings)
+        return out
 
 
 class _Scope:
@@ -163,6 +213,8 @@ class UsageFold:
         self._scopes: dict[str | None, _Scope] | None = None
         self._current: str | None = None
         self._first: str | None = None
+        self._ending = "none"  # the current stream's ending so far
+        self._dialect: str | None = None  # the current stream's dialect
 
     # -- streams ---------------------------------------------------------------------------
     def start_stream(self) -> None:
@@ -170,6 +222,8 @@ class UsageFold:
             self.end_stream()
         self._scopes = {}
         self._current = self._first = None
+        self._ending = "none"
+        self._dialect = None
 
     def add(self, ev: dict[str, Any]) -> None:
         if self._scopes is None:
@@ -184,11 +238,14 @@ class UsageFold:
                 if early is not None:
                     self._scopes[sid] = early
             self._current = sid
+        if self._dialect is None and isinstance(ev.get("dialect"), str):
+            self._dialect = ev["dialect"]
+        self._outcome(ev)
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
         scope_name = ev.get("usageScope", ev.get("subtype"))
         dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
-        rec = _Rec(ev["usage"])
+        rec = _Rec(ev["usage"], ev.get("reasoningTokens"))
         scope = self._scopes.get(self._current)
         if scope is None:
             scope = self._scopes[self._current] = _Scope(dialect)
@@ -217,6 +274,15 @@ class UsageFold:
         else:  # turn usage, message usage without an id, anything else: one reading each
             scope.plain.append(rec)
 
+    def _outcome(self, ev: dict[str, Any]) -> None:
+        """The stream's ending: its last outcome event (a repeat of an error does not count)."""
+        kind, sub = ev.get("kind"), ev.get("subtype")
+        if kind == "status" and sub in ("result", "turn_completed"):
+            if ev.get("repeatsError") is not True:
+                self._ending = "empty" if ev.get("emptyResult") is True else "ok"
+        elif kind == "error" and sub not in NON_TERMINAL_ERRORS:
+            self._ending = "failed"
+
     def _session_counter(self, sid: str, dialect: str, rec: _Rec) -> None:
         seen = self._session_counters.get(sid)
         if seen is None:
@@ -232,6 +298,12 @@ class UsageFold:
             name = sid if sid is not None else (self._first or _UNKNOWN)
             for r in scope.readings():
                 self._count(name, scope.dialect, r)
+        session = self._current or self._first or _UNKNOWN
+        self._total.endings[self._ending] += 1
+        if self._ending != "none" or session in self._sessions:
+            # a stream with neither usage nor an outcome makes no session row
+            self._sessions.setdefault(session, _Acc()).endings[self._ending] += 1
+            self._session_dialect.setdefault(session, self._dialect or _UNKNOWN)
         self._scopes = None
 
     def _count(self, session: str, dialect: str, r: _Rec) -> None:
@@ -253,11 +325,11 @@ class UsageFold:
             sessions.setdefault(sid, _Acc()).add(r)
         by_session = {}
         for k in sorted(sessions):
-            d = sessions[k].as_dict()
+            d = sessions[k].as_dict(endings=True)
             d["dialect"] = self._session_dialect.get(k, _UNKNOWN)
             by_session[k] = d
         return {
-            "total": total.as_dict(),
+            "total": total.as_dict(endings=True),
             "byModel": {k: models[k].as_dict() for k in sorted(models)},
             "bySession": by_session,
         }
@@ -267,6 +339,7 @@ def _copy(a: _Acc) -> _Acc:
     b = _Acc()
     for k in _Acc.__slots__:
         setattr(b, k, getattr(a, k))
+    b.endings = dict(a.endings)
     return b
 
 
@@ -275,10 +348,13 @@ def usage_totals(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     "bySession": {ID: {...}}}``.
 
     Each total has ``inputTokens`` (all prompt tokens, cached included), ``outputTokens``
-    (reasoning included), ``cachedTokens``, ``costUsd`` (the sum of the costs the CLI reported,
+    (reasoning included), ``cachedTokens``, ``reasoningTokens`` (only where some reading
+    reported them: the part of ``outputTokens`` that was reasoning), ``costUsd`` (the sum of the costs the CLI reported,
     ``None`` when it reported none) and ``source``: ``"reported"`` (every counted reading had a
     cost from the CLI), ``"partial"`` (some had) or ``"absent"`` (none had; nothing is
-    estimated). ``bySession`` entries also name the ``dialect``. Usage is attributed to the
+    estimated). ``total`` and ``bySession`` entries also have ``endings``: how many streams
+    ended ``ok``, ``empty`` (a success with no answer), ``failed`` (on an error event, whatever
+    the exit status) or ``none``. ``bySession`` entries also name the ``dialect``. Usage is attributed to the
     session of the latest ``sessionId`` seen in the stream (the stream's first one for usage
     before any). See docs/usage.md for the rule per dialect.
     """

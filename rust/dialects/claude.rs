@@ -35,8 +35,7 @@ fn progress_field(s: &str) -> Option<Option<&'static str>> {
         "permission_denied" => Some("message"),
         "notification" => Some("text"),
         "session_state_changed" => Some("state"),
-        "local_command_output"
-        | "model_fallback"
+        "model_fallback"
         | "model_refusal_fallback"
         | "model_refusal_no_fallback"
         | "model_consent_fallback"
@@ -266,9 +265,57 @@ fn or_str_v<'v>(text: Option<&'v str>, fallback: &'v str) -> Text<'v> {
     }
 }
 
+/// task_updated `patch.status` values that end a task -> sub-agent dispositions.
+fn terminal_task(s: &str) -> Option<&'static str> {
+    Some(match s {
+        "completed" => "completed",
+        "failed" => "failed",
+        "killed" => "canceled",
+        _ => return None,
+    })
+}
+
+/// `system/task_updated`: a patch of a task's state; a terminal `patch.status` ends the
+/// sub-agent (a terminal task may arrive only this way). Its id is the `task_id`, which
+/// `task_started` gives as `alias` when it names the sub-agent by its `tool_use_id`. Earlier
+/// builds put the patch's fields on the line itself.
+fn task_updated<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let patch = v.get("patch").filter(|p| p.is_object()).unwrap_or(v);
+    let get = |k: &str| patch.get(k);
+    let st = get("status").and_then(Value::as_str);
+    let text = nonempty(get("description"))
+        .or_else(|| nonempty(get("error")))
+        .or(st.filter(|s| !s.is_empty()))
+        .unwrap_or("task_updated");
+    let mut ev = status("subagent", Some(Cow::Borrowed(text)));
+    if let (Some(id), Some(d)) = (nonempty(v.get("task_id")), st.and_then(terminal_task)) {
+        ev.x().subagent = Some(Subagent {
+            id: Cow::Borrowed(id),
+            phase: "ended",
+            disposition: Some(d),
+            ..Subagent::default()
+        });
+    }
+    ev
+}
+
+/// The `task_id` of a sub-agent named by its `tool_use_id` (`task_updated` uses it).
+fn alias<'v>(v: &'v Value<'v>, id: &str) -> Option<&'v str> {
+    nonempty(v.get("task_id")).filter(|t| *t != id)
+}
+
 fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let native = v.str_at("subtype");
     match native {
+        Some("local_command_output") => {
+            // a slash command's output, shown as text
+            out.push(msg("text", "system", v.str_at("content").unwrap_or("")));
+            return;
+        }
+        Some("task_updated") => {
+            out.push(task_updated(v));
+            return;
+        }
         Some("thinking_tokens") => {
             out.push(status("progress", Some(Cow::Borrowed("thinking_tokens"))));
             return;
@@ -309,7 +356,9 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                     name: nonempty(v.get("subagent_type")).map(Cow::Borrowed),
                     kind: nonempty(v.get("task_type")).map(Cow::Borrowed),
                     description: v.str_at("description").map(Cow::Borrowed),
+                    prompt: v.str_at("prompt").map(Cow::Borrowed),
                     disposition: None,
+                    alias: alias(v, id),
                 })
             }
             Some("task_notification") => {
@@ -317,6 +366,7 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                     id: Cow::Borrowed(id),
                     phase: "ended",
                     disposition: v.str_at("status").and_then(disposition),
+                    alias: alias(v, id),
                     ..Subagent::default()
                 })
             }
@@ -497,7 +547,11 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             out.push(error("result_error", code, message, kind));
         }
     } else {
-        out.push(status("result", text.map(Cow::Borrowed)));
+        let mut ev = status("result", text.map(Cow::Borrowed));
+        if empty_answer(v) {
+            ev.x().empty_result = true;
+        }
+        out.push(ev);
     }
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
@@ -513,6 +567,22 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         out.push(ev);
     }
+}
+
+/// A success that gives no answer: no `result` text (or only JSON whitespace) and no
+/// `structured_output` (the CLI prints `""` for /clear, /compact and a deferred tool).
+fn empty_answer(v: &Value<'_>) -> bool {
+    let placeholder = match v.get("structured_output") {
+        None | Some(Value::Null) => true,
+        Some(Value::Str(s)) => s.is_empty(),
+        Some(Value::Object(p)) => p.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    };
+    let answered = v
+        .str_at("result")
+        .is_some_and(|r| !r.trim_matches([' ', '\t', '\n', '\r']).is_empty());
+    placeholder && !answered
 }
 
 /// The run's counter: `modelUsage` summed over its models (cumulative, like `total_cost_usd`;

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, content_blocks, content_text, error, line_extras, msg, name_or_unknown, nonempty,
-    or_str, status, tool_call, tool_result, usage, Event, LineMeta, Subagent, Text, ToolResult,
+    classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
+    name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -64,6 +64,11 @@ impl Dialect for Codex {
                 }
             }
             "item.plan.delta" => out.push(status("progress", v.str_at("delta").map(Cow::Borrowed))),
+            // the thread's context was compacted (counts when given)
+            "thread.compacted" => out.push(compaction_tokens(
+                status("compaction", Some(Cow::Borrowed("compacted"))),
+                v,
+            )),
             "request_user_input" => {
                 let text = questions_text(v.get("questions"));
                 out.push(status(
@@ -165,14 +170,15 @@ fn one<'v>(key: &'static str, v: Option<&'v Value<'v>>) -> Value<'v> {
 
 /// `input_tokens` already includes `cached_input_tokens`; `output_tokens` includes reasoning.
 fn codex_usage<'v>(u: &'v Value<'v>) -> Event<'v> {
-    usage(
+    let ev = usage(
         "cumulative",
         None,
         &[u.get("input_tokens")],
         u.get("cached_input_tokens"),
         &[u.get("output_tokens")],
         None,
-    )
+    );
+    reasoning_tokens(ev, u.get("reasoning_output_tokens"))
 }
 
 fn text_or_empty<'v>(v: &'v Value<'v>, key: &str) -> Text<'v> {

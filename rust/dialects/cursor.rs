@@ -88,7 +88,16 @@ impl Dialect for Cursor {
             }
             Some("connection") => out.push(status("progress", Some(with_sub("connection", sub)))),
             Some("retry") => out.push(status("progress", Some(with_sub("retry", sub)))),
-            Some("interaction_query") => out.push(status("progress", Some(query_text(v, sub)))),
+            Some("interaction_query") => {
+                let mut ev = status("progress", Some(query_text(v, sub)));
+                if sub == Some("request")
+                    && v.str_eq("query_type", "createPlanRequestQuery")
+                    && plan(v).is_some()
+                {
+                    ev.x().answer = true; // plan mode: the plan is the run's answer
+                }
+                out.push(ev);
+            }
             _ => {}
         }
     }
@@ -230,21 +239,24 @@ fn rejected_text<'v>(key: &'v str, branch: Option<&'v Value<'v>>) -> Text<'v> {
 
 /// An interaction_query's text: its `query_type`; a `createPlanRequestQuery` request gives the
 /// plan itself; a response adds its branch (`approved`, `rejected`) and reason.
+/// A `createPlanRequestQuery` request's `query.createPlanRequestQuery.args.plan`.
+fn plan<'v>(v: &'v Value<'v>) -> Option<&'v str> {
+    v.get("query")
+        .filter(|q| q.is_object())
+        .and_then(|q| q.get("createPlanRequestQuery"))
+        .filter(|b| b.is_object())
+        .and_then(|b| b.get("args"))
+        .filter(|a| a.is_object())
+        .and_then(|a| nonempty(a.get("plan")))
+}
+
 fn query_text<'v>(v: &'v Value<'v>, sub: Option<&str>) -> Text<'v> {
     let qt = v
         .str_at("query_type")
         .filter(|q| !q.is_empty())
         .unwrap_or("interaction_query");
     if sub == Some("request") {
-        let plan = v
-            .get("query")
-            .filter(|q| q.is_object())
-            .and_then(|q| q.get(qt))
-            .filter(|b| b.is_object())
-            .and_then(|b| b.get("args"))
-            .filter(|a| a.is_object())
-            .and_then(|a| nonempty(a.get("plan")));
-        return match plan {
+        return match plan(v) {
             Some(p) if qt == "createPlanRequestQuery" => Cow::Borrowed(p),
             _ => Cow::Borrowed(qt),
         };

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, error, line_extras, msg, name_or_unknown, nonempty, or_str,
-    status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult,
+    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -70,10 +70,12 @@ impl Dialect for Grok {
             )),
             "available_commands" => out.push(status("progress", Some(Cow::Borrowed(t)))),
             _ if t.starts_with("auto_compact") => {
+                // the start's `reason` (`threshold`, or a sentence) names why, as pi's
+                // compaction_start
                 let text = if v.is_true_at("aborted") {
                     "aborted"
                 } else {
-                    t
+                    v.str_at("reason").filter(|r| !r.is_empty()).unwrap_or(t)
                 };
                 out.push(compaction_tokens(
                     status("compaction", Some(Cow::Borrowed(text))),
@@ -176,7 +178,7 @@ fn grok_usage<'v>(
     let u = u.filter(|u| u.is_object());
     let get = |k: &str| u.and_then(|u| u.get(k));
     let cached = get("cache_read_input_tokens");
-    usage(
+    let ev = usage(
         scope,
         model,
         &[
@@ -194,7 +196,8 @@ fn grok_usage<'v>(
             },
         ],
         cost,
-    )
+    );
+    reasoning_tokens(ev, get("reasoning_tokens"))
 }
 
 /// `reasoning_tokens` are inside `output_tokens` (the xAI token-field policy), except in builds

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str, status,
-    tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult, NULL,
+    classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str,
+    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult, NULL,
 };
 use crate::value::Value;
 
@@ -127,14 +127,15 @@ fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Eve
         out.push(usage("turn", v.get("modelID"), &[], None, &[], cost));
         return;
     }
-    out.push(usage(
+    let ev = usage(
         "turn",
         v.get("modelID"),
         &[get("input"), cached, write],
         cached,
         &[get("output"), get("reasoning")],
         cost,
-    ));
+    );
+    out.push(reasoning_tokens(ev, get("reasoning")));
 }
 
 fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
-    name_or_unknown, nonneg_int, status, tool_call, tool_result, usage, Event, LineMeta,
+    name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta,
     ToolResult,
 };
 use crate::value::Value;
@@ -29,6 +29,16 @@ fn lifecycle(t: &str) -> Option<&'static str> {
     })
 }
 
+/// `model_changed: <model>` / `service_tier_changed: <tier>`, else the type.
+fn setting_text<'v>(v: &'v Value<'v>, t: &'v str) -> Cow<'v, str> {
+    for k in ["tier", "serviceTier", "modelId", "model"] {
+        if let Some(x) = nonempty(v.str_at(k)) {
+            return Cow::Owned(format!("{t}: {x}"));
+        }
+    }
+    Cow::Borrowed(t)
+}
+
 fn nonempty(s: Option<&str>) -> Option<&str> {
     s.filter(|s| !s.is_empty())
 }
@@ -45,6 +55,10 @@ impl Dialect for Pi {
             return;
         }
         match t {
+            // forks' session settings
+            "model_changed" | "service_tier_changed" => {
+                out.push(status("progress", Some(setting_text(v, t))))
+            }
             "message_update" => out.push(update(v.get("assistantMessageEvent"))),
             "message_end" => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
@@ -253,11 +267,14 @@ fn blocks<'v>(content: Option<&'v Value<'v>>, role: &'static str, out: &mut Vec<
                     out.push(msg("thinking", "assistant", t));
                 }
             }
-            Some("toolCall") => out.push(tool_call(
-                name_or_unknown(b.get("name")),
-                b.get("arguments"),
-                b.get("id"),
-            )),
+            Some("toolCall") => {
+                let mut ev = tool_call(name_or_unknown(b.get("name")), b.get("arguments"), b.get("id"));
+                // the unparsed argument text of a malformed call
+                if let Some(pj) = nonempty(b.str_at("partialJson")) {
+                    ev.x().partial_arguments = Some(pj);
+                }
+                out.push(ev);
+            }
             _ => {}
         }
     }
@@ -308,7 +325,7 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             .and_then(|c| c.get("total"));
         let cached = get("cacheRead");
         // `reasoning` (newer builds) is a subset of `output`: not added
-        let mut ev = usage(
+        let ev = usage(
             "message",
             m.get("model"),
             &[get("input"), cached, get("cacheWrite")],
@@ -316,6 +333,7 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             &[get("output")],
             cost,
         );
+        let mut ev = reasoning_tokens(ev, get("reasoning"));
         ev.message_id = m.str_at("responseId");
         out.push(ev);
     }

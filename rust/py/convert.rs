@@ -400,8 +400,14 @@ fn extra<'py>(
         if let Some(n) = &s.description {
             o.set_item(intern!(py, "description"), n.as_ref())?;
         }
+        if let Some(n) = &s.prompt {
+            o.set_item(intern!(py, "prompt"), n.as_ref())?;
+        }
         if let Some(n) = s.disposition {
             o.set_item(intern!(py, "disposition"), n)?;
+        }
+        if let Some(n) = s.alias {
+            o.set_item(intern!(py, "alias"), n)?;
         }
         d.set_item(intern!(py, "subagent"), o)?;
     }
@@ -416,6 +422,18 @@ fn extra<'py>(
     }
     if x.delta_only {
         d.set_item(intern!(py, "deltaOnly"), true)?;
+    }
+    if let Some(r) = x.reasoning_tokens {
+        d.set_item(intern!(py, "reasoningTokens"), value(py, r, keys)?)?;
+    }
+    if x.empty_result {
+        d.set_item(intern!(py, "emptyResult"), true)?;
+    }
+    if x.answer {
+        d.set_item(intern!(py, "answer"), true)?;
+    }
+    if let Some(p) = x.partial_arguments {
+        d.set_item(intern!(py, "partialArguments"), p)?;
     }
     Ok(())
 }

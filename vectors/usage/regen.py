@@ -16,6 +16,10 @@ lines by an independent reader (the package never reads native JSON outside its 
 - grok: the ``end`` line (streaming), the typeless ``json`` object, or the sum of superagent
   ``step_finish`` usages; output = ``output_tokens``, plus ``reasoning_tokens`` only when
   ``total_tokens`` shows the build counted them apart (docs/formats-2026.md section 6.1).
+
+``reasoningTokens`` is in ``cli`` where the CLI reports reasoning tokens (codex
+``reasoning_output_tokens``, opencode ``tokens.reasoning``, pi ``usage.reasoning``, grok
+``reasoning_tokens``): the part of the output that was reasoning.
 """
 
 from __future__ import annotations
@@ -71,12 +75,18 @@ def lines(paths: list[Path]):
                 yield d
 
 
-def tot(i=0, o=0, c=0, cost=None):
-    return {"inputTokens": i, "outputTokens": o, "cachedTokens": c, "costUsd": cost}
+def tot(i=0, o=0, c=0, cost=None, r=None):
+    out = {"inputTokens": i, "outputTokens": o, "cachedTokens": c}
+    if r is not None:  # reasoning tokens, only where the CLI reports them (part of output)
+        out["reasoningTokens"] = r
+    out["costUsd"] = cost
+    return out
 
 
 def add(a, b):
     out = {k: a[k] + b[k] for k in ("inputTokens", "outputTokens", "cachedTokens")}
+    if "reasoningTokens" in a or "reasoningTokens" in b:
+        out["reasoningTokens"] = a.get("reasoningTokens", 0) + b.get("reasoningTokens", 0)
     ca, cb = a["costUsd"], b["costUsd"]
     out["costUsd"] = cb if ca is None else ca if cb is None else ca + cb
     return out
@@ -133,7 +143,12 @@ def cli_codex(ds):
         if msg.get("type") == "token_count":
             u = (msg.get("info") or {}).get("total_token_usage") or msg
         if u is not None:
-            last[thread] = tot(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+            last[thread] = tot(
+                u["input_tokens"],
+                u["output_tokens"],
+                u["cached_input_tokens"],
+                r=u.get("reasoning_output_tokens"),
+            )
     t = tot()
     for v in last.values():
         t = add(t, v)
@@ -159,7 +174,8 @@ def cli_opencode(ds):
             k = p["tokens"]
             cr = k["cache"]["read"]
             i = k["input"] + cr + k["cache"]["write"]
-            t = add(t or tot(), tot(i, k["output"] + k["reasoning"], cr, p.get("cost")))
+            o = k["output"] + k["reasoning"]  # reported apart from output
+            t = add(t or tot(), tot(i, o, cr, p.get("cost"), k["reasoning"]))
     return t
 
 
@@ -170,7 +186,9 @@ def cli_pi(ds):
         if d.get("type") == "message_end" and m.get("role") == "assistant":
             u = m["usage"]
             i = u["input"] + u["cacheRead"] + u["cacheWrite"]
-            t = add(t or tot(), tot(i, u["output"], u["cacheRead"], u["cost"]["total"]))
+            t = add(
+                t or tot(), tot(i, u["output"], u["cacheRead"], u["cost"]["total"], u.get("reasoning"))
+            )
     return t
 
 
@@ -186,7 +204,7 @@ def cli_grok(ds):
             # a build whose total also counts reasoning reports it apart from output
             if u.get("total_tokens") == i + o + u.get("reasoning_tokens", 0) != i + o:
                 o += u["reasoning_tokens"]
-            return tot(i, o, cr, d.get("total_cost_usd"))
+            return tot(i, o, cr, d.get("total_cost_usd"), u.get("reasoning_tokens"))
         if d.get("type") == "step_finish":
             ticks = u.get("costUsdTicks")
             cost = None if ticks is None else ticks / 1e10

@@ -235,6 +235,7 @@ class _Fold:
         self.output_schema = output_schema
         self.last_main_message: str | None = None
         self.result_text: str | None = None
+        self.answer: str | None = None  # the text of the last event flagged `answer`
         self.final: dict[str, Any] | None = None  # what the ending needs of the last outcome
         self.last_retry: dict[str, Any] | None = None  # the last transient-retry error
         self.last_assistant_stop: Any = None
@@ -251,6 +252,8 @@ class _Fold:
         self.spilled = False  # the hold overflowed (released) within the current segment
         self.segment = _Joiner("text")  # main messages since the last tool observation
         self.spawned: dict[str, dict[str, Any]] = {}  # sub-agent id -> its spawning call's hints
+        self.aliases: dict[str, str] = {}  # a sub-agent's other id (`alias`) -> its id
+        self.ended: set[str] = set()  # sub-agents whose end was observed (ids: bounded by stdout)
         self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
 
     # -- output -------------------------------------------------------------------------------
@@ -359,6 +362,8 @@ class _Fold:
                 self.turn.tool(e["toolClass"])
             for change in _list(e.get("fileChanges")):
                 self.file_changed(change)
+        if e.get("answer") is True and isinstance(e.get("text"), str) and e["text"]:
+            self.answer = cut(e["text"], MAX_CONTENT)
         if nonneg(e.get("tokensBefore")) and nonneg(e.get("tokensAfter")):
             payload = {
                 "strategy": "native",
@@ -481,6 +486,10 @@ class _Fold:
         native = _str(info.get("id"))
         if native is None:
             return
+        alias = _str(info.get("alias"))
+        if alias is not None:
+            self.aliases.setdefault(alias, native)
+        native = self.aliases.get(native, native)
         sid = digest_id("subg_", native)
         if info.get("phase") == "started":
             hint = _dict(self.spawned.get(native))
@@ -498,7 +507,8 @@ class _Fold:
             self.emit({"type": "observation.subagent_started", "payload": payload})
         elif info.get("phase") == "ended":
             disposition = info.get("disposition")
-            if disposition in ("completed", "failed", "canceled"):
+            if disposition in ("completed", "failed", "canceled") and native not in self.ended:
+                self.ended.add(native)  # a task's end may come twice (update and notification)
                 payload = {"subagent": sid, "disposition": disposition}
                 self.emit({"type": "observation.subagent_completed", "payload": payload})
 
@@ -681,7 +691,9 @@ class Observer:
                 fold.feed(e)
             fold.close()
             out += fold.take()
-            if fold.result_text is not None:
+            if fold.answer is not None and _dict(fold.final).get("kind") != "error":
+                last_response = fold.answer  # the stream flagged its answer (cursor's plan)
+            elif fold.result_text is not None:
                 last_response = fold.result_text
             elif fold.last_main_message is not None:
                 last_response = fold.last_main_message

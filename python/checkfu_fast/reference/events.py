@@ -288,6 +288,14 @@ def line_extras(v: dict[str, Any], *, outcome: bool = False) -> dict[str, Any]:
     return m
 
 
+def reasoning_tokens(ev: Event, x: Any) -> Event:
+    """Set ``reasoningTokens`` on a usage event with counts: how many of its ``outputTokens``
+    were reasoning (only where the CLI reports them apart; never added to anything)."""
+    if is_count(x) and not ev["usage"].get("unknown"):
+        ev["reasoningTokens"] = x
+    return ev
+
+
 def compaction_tokens(ev: Event, v: dict[str, Any]) -> Event:
     """Set ``tokensBefore``/``tokensAfter`` on a compaction event from the first holder (the
     line, ``compact_metadata``, ``compactMetadata``, ``result``) with both counts."""

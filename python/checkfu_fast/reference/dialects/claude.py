@@ -55,7 +55,6 @@ _PROGRESS_TEXT = {
     "permission_denied": "message",
     "notification": "text",
     "session_state_changed": "state",
-    "local_command_output": "content",
     "files_persisted": None,
     "elicitation_complete": None,
     "model_fallback": "content",
@@ -198,7 +197,32 @@ def _progress(v: dict[str, Any], native: str) -> Event:
     return status("progress", text if isinstance(text, str) and text else native)
 
 
+# task_updated `patch.status` values that end a task -> sub-agent dispositions
+_TERMINAL_TASK = {"completed": "completed", "failed": "failed", "killed": "canceled"}
+
+
+def _task_updated(v: dict[str, Any]) -> Event:
+    """``system/task_updated``: a patch of a task's state; a terminal ``patch.status`` ends the
+    sub-agent (a terminal task may arrive only this way). Its id is the ``task_id``, which
+    ``task_started`` gives as ``alias`` when it names the sub-agent by its ``tool_use_id``.
+    Earlier builds put the patch's fields on the line itself."""
+    p = v.get("patch")
+    patch = p if isinstance(p, dict) else v
+    st = patch.get("status")
+    text = _nonempty(patch.get("description")) or _nonempty(patch.get("error"))
+    ev = status("subagent", text or (st if isinstance(st, str) and st else "task_updated"))
+    sid = _nonempty(v.get("task_id"))
+    if sid is not None and isinstance(st, str) and st in _TERMINAL_TASK:
+        ev["subagent"] = {"id": sid, "phase": "ended", "disposition": _TERMINAL_TASK[st]}
+    return ev
+
+
 def _system(v: dict[str, Any], native: Any) -> list[Event]:
+    if native == "local_command_output":  # a slash command's output, shown as text
+        content = v.get("content")
+        return [msg("text", "system", content if isinstance(content, str) else "")]
+    if native == "task_updated":
+        return [_task_updated(v)]
     if native == "thinking_tokens":
         return [status("progress", "thinking_tokens")]
     if native == "status":
@@ -223,14 +247,25 @@ def _system(v: dict[str, Any], native: Any) -> list[Event]:
             info["type"] = v["task_type"]
         if isinstance(v.get("description"), str):
             info["description"] = v["description"]
+        if isinstance(v.get("prompt"), str):
+            info["prompt"] = v["prompt"]
+        _alias(info, v)
         ev["subagent"] = info
     elif sid is not None and native == "task_notification":
         info = {"id": sid, "phase": "ended"}
         st = v.get("status")
         if isinstance(st, str) and st in DISPOSITIONS:
             info["disposition"] = DISPOSITIONS[st]
+        _alias(info, v)
         ev["subagent"] = info
     return [ev]
+
+
+def _alias(info: dict[str, Any], v: dict[str, Any]) -> None:
+    """The ``task_id`` of a sub-agent named by its ``tool_use_id`` (``task_updated`` uses it)."""
+    task = _nonempty(v.get("task_id"))
+    if task is not None and task != info["id"]:
+        info["alias"] = task
 
 
 def map_line(v: Any) -> list[Event]:
@@ -388,13 +423,26 @@ def _result(v: dict[str, Any]) -> list[Event]:
         else:
             out.append(error("result_error", code, message, kind))
     else:
-        out.append(status("result", text))
+        ev = status("result", text)
+        if _empty_answer(v):
+            ev["emptyResult"] = True
+        out.append(ev)
     if "usage" in v or "total_cost_usd" in v:
         model_usage = v.get("modelUsage")
         model = _main_model(model_usage)
         ev = _model_usage_total(model, model_usage, v.get("total_cost_usd"))
         out.append(ev or claude_usage("cumulative", model, v.get("usage"), v.get("total_cost_usd")))
     return out
+
+
+def _empty_answer(v: dict[str, Any]) -> bool:
+    """A success that gives no answer: no ``result`` text (or only JSON whitespace) and no
+    ``structured_output`` (the CLI prints ``""`` for /clear, /compact and a deferred tool)."""
+    so = v.get("structured_output")
+    if so is not None and so != "" and so != {} and so != []:
+        return False
+    r = v.get("result")
+    return not (isinstance(r, str) and r.strip(" \t\n\r"))
 
 
 def _model_usage_total(model: Any, model_usage: Any, cost: Any) -> Event | None:

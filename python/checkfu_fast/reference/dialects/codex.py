@@ -10,12 +10,14 @@ from typing import Any, cast
 from ..events import (
     Event,
     classify,
+    compaction_tokens,
     content_blocks,
     content_text,
     error,
     line_extras,
     msg,
     name_or_unknown,
+    reasoning_tokens,
     status,
     text_of,
     tool_call,
@@ -118,6 +120,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return _item(t[5:], item) if isinstance(item, dict) else []
     if t == "item.plan.delta":
         return [status("progress", text_of(v.get("delta")))]
+    if t == "thread.compacted":  # the thread's context was compacted (counts when given)
+        return [compaction_tokens(status("compaction", "compacted"), v)]
     if t == "request_user_input":
         return [status("progress", _questions_text(v.get("questions")) or "request_user_input")]
     return []
@@ -125,13 +129,14 @@ def map_line(v: dict[str, Any]) -> list[Event]:
 
 def _usage(u: dict[str, Any]) -> Event:
     # input_tokens already includes cached_input_tokens; output_tokens includes reasoning
-    return usage(
+    ev = usage(
         "cumulative",
         None,
         [u.get("input_tokens")],
         u.get("cached_input_tokens"),
         [u.get("output_tokens")],
     )
+    return reasoning_tokens(ev, u.get("reasoning_output_tokens"))
 
 
 def _item(phase: str, item: dict[str, Any]) -> list[Event]:

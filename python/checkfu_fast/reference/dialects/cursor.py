@@ -101,7 +101,10 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "retry":
         return [status("progress", f"retry {sub}" if isinstance(sub, str) else "retry")]
     if t == "interaction_query":
-        return [status("progress", _query_text(v, sub))]
+        ev = status("progress", _query_text(v, sub))
+        if sub == "request" and v.get("query_type") == "createPlanRequestQuery" and _plan(v):
+            ev["answer"] = True  # plan mode: the plan is the run's answer, not the narration
+        return [ev]
     return []
 
 
@@ -114,13 +117,8 @@ def _query_text(v: dict[str, Any], sub: Any) -> str:
     gives the plan itself; a response adds its branch (``approved``, ``rejected``) and reason."""
     qt = text_of(v.get("query_type")) or "interaction_query"
     if sub == "request":
-        q = v.get("query")
-        body = q.get(qt) if isinstance(q, dict) else None
-        args = body.get("args") if isinstance(body, dict) else None
-        plan = args.get("plan") if isinstance(args, dict) else None
-        if qt == "createPlanRequestQuery" and isinstance(plan, str) and plan:
-            return plan
-        return qt
+        plan = _plan(v) if qt == "createPlanRequestQuery" else None
+        return plan or qt
     r = v.get("result")
     if sub == "response" and isinstance(r, dict) and r:
         branch = next(iter(r))
@@ -130,6 +128,15 @@ def _query_text(v: dict[str, Any], sub: Any) -> str:
             return f"{qt}: {branch}: {reason}"
         return f"{qt}: {branch}"
     return qt
+
+
+def _plan(v: dict[str, Any]) -> str | None:
+    """A ``createPlanRequestQuery`` request's ``query.createPlanRequestQuery.args.plan``."""
+    q = v.get("query")
+    body = q.get("createPlanRequestQuery") if isinstance(q, dict) else None
+    args = body.get("args") if isinstance(body, dict) else None
+    plan = args.get("plan") if isinstance(args, dict) else None
+    return plan if isinstance(plan, str) and plan else None
 
 
 def find_tool(tc: Any) -> tuple[str, Any] | None:

@@ -21,6 +21,7 @@ from ..events import (
     line_extras,
     msg,
     name_or_unknown,
+    reasoning_tokens,
     status,
     text_of,
     tool_call,
@@ -93,7 +94,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "available_commands":
         return [status("progress", t)]
     if isinstance(t, str) and t.startswith("auto_compact"):
-        text = "aborted" if v.get("aborted") is True else t
+        # the start's `reason` (`threshold`, or a sentence) names why, as pi's compaction_start
+        text = "aborted" if v.get("aborted") is True else text_of(v.get("reason")) or t
         return [compaction_tokens(status("compaction", text), v)]
     if t == "max_turns_reached":
         message = text_of(v.get("message")) or "max turns reached"
@@ -147,7 +149,8 @@ def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
     outputs = [u.get("output_tokens")]
     if _reasoning_apart(u):
         outputs.append(u.get("reasoning_tokens"))
-    return usage(scope, model, inputs, cached, outputs, cost)
+    ev = usage(scope, model, inputs, cached, outputs, cost)
+    return reasoning_tokens(ev, u.get("reasoning_tokens"))
 
 
 def _reasoning_apart(u: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from ..events import (
     line_extras,
     msg,
     name_or_unknown,
+    reasoning_tokens,
     status,
     text_of,
     tool_call,
@@ -118,16 +119,15 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
             # opencode #15779: all-zero tokens with a cost report no tokens, not real zeros
             out.append(usage("turn", v.get("modelID"), [], None, [], cost))
             return out
-        out.append(
-            usage(
-                "turn",
-                v.get("modelID"),
-                [tk.get("input"), cached, c.get("write")],
-                cached,
-                [tk.get("output"), tk.get("reasoning")],
-                cost,
-            )
+        ev = usage(
+            "turn",
+            v.get("modelID"),
+            [tk.get("input"), cached, c.get("write")],
+            cached,
+            [tk.get("output"), tk.get("reasoning")],
+            cost,
         )
+        out.append(reasoning_tokens(ev, tk.get("reasoning")))
     return out
 
 

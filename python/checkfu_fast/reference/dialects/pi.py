@@ -22,6 +22,7 @@ from ..events import (
     msg,
     name_or_unknown,
     nonneg_int,
+    reasoning_tokens,
     status,
     text_of,
     tool_call,
@@ -91,6 +92,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     sub = _LIFECYCLE.get(t)
     if sub is not None:
         return [status(sub, t)]
+    if t == "model_changed" or t == "service_tier_changed":  # forks' session settings
+        return [status("progress", _setting_text(v, t))]
     if t == "message_update":
         return [_update(v.get("assistantMessageEvent"))]
     if t == "message_end":
@@ -142,6 +145,19 @@ def map_line(v: dict[str, Any]) -> list[Event]:
             return [error("retry_failed", "retry_failed", final, classify(final))]
         return [status("progress", t)]
     return []
+
+
+# the field that names a fork's new setting, first present wins
+_SETTING_FIELDS = ("tier", "serviceTier", "modelId", "model")
+
+
+def _setting_text(v: dict[str, Any], t: str) -> str:
+    """``model_changed: <model>`` / ``service_tier_changed: <tier>``, else the type."""
+    for k in _SETTING_FIELDS:
+        x = v.get(k)
+        if isinstance(x, str) and x:
+            return f"{t}: {x}"
+    return t
 
 
 def _queue_text(v: dict[str, Any]) -> str:
@@ -198,7 +214,11 @@ def _blocks(content: Any, role: str) -> list[Event]:
         elif bt == "thinking" and isinstance(b.get("thinking"), str):
             out.append(msg("thinking", "assistant", b["thinking"]))
         elif bt == "toolCall":
-            out.append(tool_call(name_or_unknown(b.get("name")), b.get("arguments"), b.get("id")))
+            ev = tool_call(name_or_unknown(b.get("name")), b.get("arguments"), b.get("id"))
+            pj = b.get("partialJson")
+            if isinstance(pj, str) and pj:  # the unparsed argument text of a malformed call
+                ev["partialArguments"] = pj
+            out.append(ev)
     return out
 
 
@@ -244,6 +264,7 @@ def _message(m: dict[str, Any]) -> list[Event]:
             [u.get("output")],
             cost.get("total") if isinstance(cost, dict) else None,
         )
+        reasoning_tokens(ev, u.get("reasoning"))
         if isinstance(m.get("responseId"), str):
             ev["messageId"] = m["responseId"]
         out.append(ev)
