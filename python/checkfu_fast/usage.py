@@ -23,7 +23,8 @@ same rules as the other counts; a total has it only when some reading reported i
 Each stream also has one ending, from its last outcome event (docs/usage.md, Endings): ``ok``
 (a result or completed turn with an answer), ``empty`` (a success result with no answer:
 ``emptyResult``), ``failed`` (a terminal error event: a failed result, a failed turn, an API
-error, max turns, an interrupt; whatever the exit status was) or ``none`` (no outcome at all).
+error, max turns, an interrupt, or a transient retry with no outcome after it; whatever the
+exit status was) or ``none`` (no outcome at all).
 
 :class:`UsageFold` folds many streams in bounded memory (state per session and per model, the
 ``messageId`` table of the current stream only); :func:`usage_totals` folds one stream.
@@ -282,6 +283,8 @@ class UsageFold:
                 self._ending = "empty" if ev.get("emptyResult") is True else "ok"
         elif kind == "error" and sub not in NON_TERMINAL_ERRORS:
             self._ending = "failed"
+        elif kind == "error" and ev.get("retry") is True and self._ending == "none":
+            self._ending = "retrying"  # failed, unless an outcome follows
 
     def _session_counter(self, sid: str, dialect: str, rec: _Rec) -> None:
         seen = self._session_counters.get(sid)
@@ -299,6 +302,8 @@ class UsageFold:
             for r in scope.readings():
                 self._count(name, scope.dialect, r)
         session = self._current or self._first or _UNKNOWN
+        if self._ending == "retrying":  # the stream stopped while retrying (as oneshot)
+            self._ending = "failed"
         self._total.endings[self._ending] += 1
         if self._ending != "none" or session in self._sessions:
             # a stream with neither usage nor an outcome makes no session row
