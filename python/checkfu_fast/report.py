@@ -74,7 +74,7 @@ def _reasoning(t: dict[str, Any]) -> str:
 
 def _endings(t: dict[str, Any]) -> str:
     """``ok``, ``empty``, ``failed`` (or ``2 ok, 1 failed``): how the streams ended."""
-    seen = [(k, n) for k, n in t["endings"].items() if n]
+    seen: list[tuple[str, int]] = [(k, n) for k, n in t["endings"].items() if n]
     if len(seen) == 1 and seen[0][1] == 1:
         return seen[0][0]
     return ", ".join(f"{n} {k}" for k, n in seen) or "-"

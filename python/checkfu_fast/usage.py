@@ -354,14 +354,15 @@ def usage_totals(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
     Each total has ``inputTokens`` (all prompt tokens, cached included), ``outputTokens``
     (reasoning included), ``cachedTokens``, ``reasoningTokens`` (only where some reading
-    reported them: the part of ``outputTokens`` that was reasoning), ``costUsd`` (the sum of the costs the CLI reported,
-    ``None`` when it reported none) and ``source``: ``"reported"`` (every counted reading had a
-    cost from the CLI), ``"partial"`` (some had) or ``"absent"`` (none had; nothing is
-    estimated). ``total`` and ``bySession`` entries also have ``endings``: how many streams
-    ended ``ok``, ``empty`` (a success with no answer), ``failed`` (on an error event, whatever
-    the exit status) or ``none``. ``bySession`` entries also name the ``dialect``. Usage is attributed to the
-    session of the latest ``sessionId`` seen in the stream (the stream's first one for usage
-    before any). See docs/usage.md for the rule per dialect.
+    reported them: the part of ``outputTokens`` that was reasoning), ``costUsd`` (the sum of
+    the costs the CLI reported, ``None`` when it reported none) and ``source``: ``"reported"``
+    (every counted reading had a cost from the CLI), ``"partial"`` (some had) or ``"absent"``
+    (none had; nothing is estimated). ``total`` and ``bySession`` entries also have
+    ``endings``: how many streams ended ``ok``, ``empty`` (a success with no answer),
+    ``failed`` (on an error event, whatever the exit status) or ``none``. ``bySession``
+    entries also name the ``dialect``. Usage is attributed to the session of the latest
+    ``sessionId`` seen in the stream (the stream's first one for usage before any). See
+    docs/usage.md for the rule per dialect.
     """
     fold = UsageFold()
     fold.start_stream()

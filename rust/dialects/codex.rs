@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
-    name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Subagent, Text, ToolResult,
+    name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage,
+    Event, LineMeta, Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 

@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, error, line_extras, msg, name_or_unknown, nonempty, or_str,
-    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult,
+    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
+    ToolResult,
 };
 use crate::value::Value;
 

@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str,
-    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text, ToolResult, NULL,
+    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
+    ToolResult, NULL,
 };
 use crate::value::Value;
 

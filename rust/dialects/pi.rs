@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
-    name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta,
-    ToolResult,
+    name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call, tool_result, usage, Event,
+    LineMeta, ToolResult,
 };
 use crate::value::Value;
 
@@ -268,7 +268,11 @@ fn blocks<'v>(content: Option<&'v Value<'v>>, role: &'static str, out: &mut Vec<
                 }
             }
             Some("toolCall") => {
-                let mut ev = tool_call(name_or_unknown(b.get("name")), b.get("arguments"), b.get("id"));
+                let mut ev = tool_call(
+                    name_or_unknown(b.get("name")),
+                    b.get("arguments"),
+                    b.get("id"),
+                );
                 // the unparsed argument text of a malformed call
                 if let Some(pj) = nonempty(b.str_at("partialJson")) {
                     ev.x().partial_arguments = Some(pj);
@@ -362,6 +366,29 @@ mod tests {
                 assert_eq!(u.and_then(|u| u.cached), Some(Num::Int(2)));
                 assert_eq!(u.and_then(|u| u.cost), Some(Num::Float(0.25)));
                 assert_eq!(u.map(|u| u.model.as_ref()), Some("m"));
+            },
+        );
+    }
+
+    #[test]
+    fn malformed_call_partial_json_reasoning_and_fork_settings() {
+        run(
+            r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"edit","arguments":{},"partialJson":"{\"a"}],"usage":{"input":1,"output":5,"reasoning":2},"stopReason":"error","errorMessage":"Bad"}}"#,
+            |ev| {
+                let x = ev.first().and_then(|e| e.extra.as_deref());
+                assert_eq!(x.and_then(|x| x.partial_arguments), Some("{\"a"));
+                let u = ev.last().and_then(|e| e.extra.as_deref());
+                assert_eq!(u.and_then(|x| x.reasoning_tokens), Some(&Value::Int(2)));
+            },
+        );
+        run(
+            r#"{"type":"service_tier_changed","tier":"priority","fastMode":true}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(
+                    e.and_then(|e| e.text.as_deref()),
+                    Some("service_tier_changed: priority")
+                );
             },
         );
     }

@@ -186,9 +186,8 @@ def cli_pi(ds):
         if d.get("type") == "message_end" and m.get("role") == "assistant":
             u = m["usage"]
             i = u["input"] + u["cacheRead"] + u["cacheWrite"]
-            t = add(
-                t or tot(), tot(i, u["output"], u["cacheRead"], u["cost"]["total"], u.get("reasoning"))
-            )
+            r = u.get("reasoning")  # newer builds: a subset of output
+            t = add(t or tot(), tot(i, u["output"], u["cacheRead"], u["cost"]["total"], r))
     return t
 
 

@@ -423,10 +423,10 @@ def _result(v: dict[str, Any]) -> list[Event]:
         else:
             out.append(error("result_error", code, message, kind))
     else:
-        ev = status("result", text)
+        done = status("result", text)
         if _empty_answer(v):
-            ev["emptyResult"] = True
-        out.append(ev)
+            done["emptyResult"] = True
+        out.append(done)
     if "usage" in v or "total_cost_usd" in v:
         model_usage = v.get("modelUsage")
         model = _main_model(model_usage)
