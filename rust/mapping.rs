@@ -120,6 +120,8 @@ struct EmitExtras {
     subagent: Option<SubagentSpec>,
     retry: bool,
     delta_only: bool,
+    empty_result: bool,
+    answer: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -185,6 +187,8 @@ fn emit_extras(v: &Value<'_>, at: &str) -> R<EmitExtras> {
     let mut x = EmitExtras {
         retry: flag(v, "retry", at)?,
         delta_only: flag(v, "deltaOnly", at)?,
+        empty_result: flag(v, "emptyResult", at)?,
+        answer: flag(v, "answer", at)?,
         ..EmitExtras::default()
     };
     x.tool_result = v
@@ -446,6 +450,8 @@ fn emit(v: &Value<'_>, at: &str) -> R<Emit> {
             "subagent",
             "retry",
             "deltaOnly",
+            "emptyResult",
+            "answer",
         ],
     )?;
     let kind = ["message", "tool_call", "status", "error", "usage"]
@@ -902,6 +908,12 @@ fn event_extras<'v>(x: &EmitExtras, e: &Emit, v: &'v Value<'v>, ev: &mut Event<'
     }
     if x.delta_only {
         ev.x().delta_only = true;
+    }
+    if x.empty_result {
+        ev.x().empty_result = true;
+    }
+    if x.answer {
+        ev.x().answer = true;
     }
 }
 

@@ -329,3 +329,38 @@ def test_endings_by_session_and_across_streams():
     assert t["total"]["endings"] == {"ok": 2, "empty": 1, "failed": 0, "none": 0}
     assert t["bySession"]["a"]["endings"] == {"ok": 1, "empty": 1, "failed": 0, "none": 0}
     assert "endings" not in t["byModel"]["unknown"]
+
+
+# -- mappings ---------------------------------------------------------------------------------
+
+
+def test_mapping_empty_result_and_answer_flags(tmp_path):
+    import checkfu_fast
+
+    doc = {
+        "checkfu_dialect": 1,
+        "dialect": "north",
+        "rules": [
+            {
+                "match": {"/type": "plan"},
+                "emit": [{"kind": "status", "subtype": "progress", "text": "/plan", "answer": True}],
+            },
+            {
+                "match": {"/type": "done", "/text": ""},
+                "emit": [{"kind": "status", "subtype": "result", "emptyResult": True}],
+            },
+        ],
+    }
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    data = jsonl({"type": "plan", "plan": "p"}, {"type": "done", "text": ""})
+    native = checkfu_fast.normalize(data, checkfu_fast.load_dialect(path))
+    assert reference.normalize(data, reference.load_dialect(path)) == native
+    assert native[0]["answer"] is True and native[1]["emptyResult"] is True
+    assert usage_totals(native)["total"]["endings"]["empty"] == 1
+    bad = {**doc, "rules": [{"match": {}, "emit": [{"kind": "status", "subtype": "x"}]}]}
+    bad["rules"][0]["emit"][0]["answer"] = "yes"
+    path.write_text(json.dumps(bad))
+    for impl in (checkfu_fast, reference):
+        with pytest.raises(Exception, match="answer: expected true or false"):
+            impl.load_dialect(path)

@@ -120,6 +120,8 @@ class Emit:
     subagent: tuple[Any, ...] | None = None  # (id, phase, name, type, description, disposition)
     retry: bool = False
     delta_only: bool = False
+    empty_result: bool = False
+    answer: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,8 @@ _EMIT_KEYS = (
     "subagent",
     "retry",
     "deltaOnly",
+    "emptyResult",
+    "answer",
 )
 TOOL_CLASSES = ("shell", "filesystem", "mcp")
 PHASES = ("spawned", "started", "ended")
@@ -281,7 +285,8 @@ _META_KEYS += _META_FLAGS
 
 def _extras(e: dict[str, Any], where: str, args: dict[str, Any]) -> None:
     """The oneshot extras of an EMIT (docs/mappings.md)."""
-    for key, name in (("retry", "retry"), ("deltaOnly", "delta_only")):
+    flags = (("retry", "retry"), ("deltaOnly", "delta_only"), ("emptyResult", "empty_result"))
+    for key, name in (*flags, ("answer", "answer")):
         if key in e:
             if not isinstance(e[key], bool):
                 raise MappingError(f"{where}/{key}: expected true or false")
@@ -634,6 +639,10 @@ def _event_extras(e: Emit, v: Any, ev: Event) -> None:
         ev["retry"] = True
     if e.delta_only:
         ev["deltaOnly"] = True
+    if e.empty_result:
+        ev["emptyResult"] = True
+    if e.answer:
+        ev["answer"] = True
 
 
 def _mid(e: Emit, v: Any) -> Event:
