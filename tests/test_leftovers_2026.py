@@ -343,7 +343,9 @@ def test_mapping_empty_result_and_answer_flags(tmp_path):
         "rules": [
             {
                 "match": {"/type": "plan"},
-                "emit": [{"kind": "status", "subtype": "progress", "text": "/plan", "answer": True}],
+                "emit": [
+                    {"kind": "status", "subtype": "progress", "text": "/plan", "answer": True}
+                ],
             },
             {
                 "match": {"/type": "done", "/text": ""},
