@@ -534,6 +534,9 @@ fn write_event(
     if let Some(s) = rec.meta.session_id {
         o.str("sessionId", s); // d.set_item("sessionId", s)
     }
+    if let Some(s) = rec.meta.timestamp {
+        o.str("timestamp", s); // d.set_item("timestamp", s)
+    }
     if let Some(s) = rec.meta.parent_tool_use_id {
         o.str("parentToolUseId", s); // d.set_item("parentToolUseId", s)
     }
@@ -637,6 +640,9 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
     }
     if x.delta_only {
         o.bool("deltaOnly", true); // d.set_item("deltaOnly", true)
+    }
+    if x.continuation {
+        o.bool("continuation", true); // d.set_item("continuation", true)
     }
 }
 

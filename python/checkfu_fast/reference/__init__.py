@@ -43,7 +43,7 @@ _ORDER = (
     "usage", "usageScope", "messageId", "delta",
     "truncated", "lineBytes", "encoding", "streamBytes",
     "toolClass", "providerToolName", "providerArguments", "toolResult", "fileChanges",
-    "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
+    "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly", "continuation",
 )  # fmt: skip
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
