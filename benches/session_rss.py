@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import string
 import subprocess
 import sys
 import tempfile
@@ -48,9 +50,15 @@ def write_rollout(path: Path, size: int) -> int:
             )  # fmt: skip
         )
         written = i = 0
-        pad = "lorem ipsum dolor sit amet " * 40
+        # texts of random words (seeded), more of them than a zstd window holds: the file
+        # compresses about as much as real transcripts do, not 100:1
+        rng = random.Random(14)
+        words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9)))
+                 for _ in range(5000)]  # fmt: skip
+        pads = [" ".join(rng.choices(words, k=150)) for _ in range(8000)]
         while written < size:
             i += 1
+            pad = pads[i % len(pads)]
             ts = f"2026-07-14T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"
             total += 1000
             usage = {"input_tokens": total, "cached_input_tokens": total // 2,
@@ -66,7 +74,8 @@ def write_rollout(path: Path, size: int) -> int:
                       "arguments": json.dumps({"command": ["bash", "-lc", f"echo {i}"]}),
                       "call_id": f"call_{i}"}),
                 _line(ts, "response_item", {"type": "function_call_output", "call_id": f"call_{i}",
-                      "output": json.dumps({"output": pad, "metadata": {"exit_code": 0}})}),
+                      "output": json.dumps({"output": pads[(i * 7) % len(pads)],
+                      "metadata": {"exit_code": 0}})}),
                 _line(ts, "event_msg", {"type": "token_count", "info": {
                       "total_token_usage": usage, "last_token_usage": usage}}),
                 _line(ts, "response_item", {"type": "message", "role": "assistant",

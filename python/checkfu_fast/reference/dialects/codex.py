@@ -538,7 +538,7 @@ def _rollout(t: str, p: dict[str, Any]) -> list[Event]:
             # the thread starts from its parent's counter (§2.5): usage_totals counts from there
             out[0]["continuation"] = True
         if isinstance(spawn, dict) and isinstance(p.get("id"), str) and p["id"]:
-            info: dict[str, Any] = {"id": p["id"], "phase": "started", "kind": "thread_spawn"}
+            info: dict[str, Any] = {"id": p["id"], "phase": "started", "type": "thread_spawn"}
             parent = text_of(spawn.get("parent_thread_id"))
             out.append(_with(status("subagent", parent), subagent=info))
         return out
