@@ -37,16 +37,17 @@ def compression(head: bytes) -> str | None:
 
 def open_input(path: str | os.PathLike[str]) -> BinaryIO:
     """The file at ``path`` for reading, decompressed when it is gzip or zstd (by magic)."""
-    f = open(path, "rb")  # noqa: SIM115 - the caller closes the returned stream
+    # unbuffered: the seek below moves the descriptor itself (plain files are read with os.read)
+    f = open(path, "rb", buffering=0)  # noqa: SIM115 - the caller closes the returned stream
     try:
-        head = f.read(4)
+        head = f.read(4) or b""
         f.seek(0)
         kind = compression(head)
         if kind == "gzip":
-            return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+            return gzip.GzipFile(fileobj=f, mode="rb")
         if kind == "zstd":
             return _zstd(f, os.fspath(path))
-        return f
+        return f  # type: ignore[return-value]
     except BaseException:
         f.close()
         raise
@@ -55,7 +56,7 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
 def plain_fd(f: BinaryIO) -> int | None:
     """The descriptor of a stream :func:`open_input` returned for an uncompressed file (read
     with ``os.read``, so a pipe gives its lines as they come), else None."""
-    if type(f) is io.BufferedReader and type(f.raw) is io.FileIO:
+    if type(f) is io.FileIO:
         return f.fileno()
     return None
 
