@@ -44,10 +44,16 @@ def write_rollout(path: Path, size: int) -> int:
             _line(
                 "2026-07-14T09:12:03.518Z",
                 "session_meta",
-                {"id": "019b2c4e-7a10-7d22-9c3b-5e8f1a2b3c4d", "timestamp": "2026-07-14T09:12:03Z",
-                 "cwd": "/home/dev/proj", "originator": "codex_cli_rs", "cli_version": "0.146.0",
-                 "source": "cli", "base_instructions": {"text": "You are Codex. " * 200}},
-            )  # fmt: skip
+                {
+                    "id": "019b2c4e-7a10-7d22-9c3b-5e8f1a2b3c4d",
+                    "timestamp": "2026-07-14T09:12:03Z",
+                    "cwd": "/home/dev/proj",
+                    "originator": "codex_cli_rs",
+                    "cli_version": "0.146.0",
+                    "source": "cli",
+                    "base_instructions": {"text": "You are Codex. " * 200},
+                },
+            )
         )
         written = i = 0
         # texts of random words (seeded), more of them than a zstd window holds: the file
@@ -150,4 +156,5 @@ if __name__ == "__main__":
     print(f"{'input':22} {'MiB on disk':>11} {'run':16} {'peak RSS MiB':>12} {'s':>7}")
     for r in out:
         mib = int(r["bytes"]) / (1 << 20)  # type: ignore[call-overload]
-        print(f"{r['input']!s:22} {mib:11.1f} {r['run']!s:16} {r['peakRssMiB']!s:>12} {r['seconds']!s:>7}")
+        name, run, rss, secs = r["input"], r["run"], r["peakRssMiB"], r["seconds"]
+        print(f"{name!s:22} {mib:11.1f} {run!s:16} {rss!s:>12} {secs!s:>7}")

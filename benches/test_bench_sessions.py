@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("zstandard")
 
-import session_rss  # noqa: E402
+import session_rss
 
 
 def test_session_rss_smoke() -> None:

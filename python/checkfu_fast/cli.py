@@ -28,8 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .inputs import open_input, plain_fd
-
 from . import (
     DIALECTS,
     CheckfuError,
@@ -41,6 +39,7 @@ from . import (
     reference,
     report,
 )
+from .inputs import open_input, plain_fd
 
 CHUNK = 1 << 20
 

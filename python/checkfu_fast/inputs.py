@@ -18,7 +18,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 __all__ = ["GZIP_MAGIC", "ZSTD_MAGIC", "compression", "open_input", "plain_fd"]
 
@@ -44,10 +44,10 @@ def open_input(path: str | os.PathLike[str]) -> BinaryIO:
         f.seek(0)
         kind = compression(head)
         if kind == "gzip":
-            return gzip.GzipFile(fileobj=f, mode="rb")
+            return cast(BinaryIO, gzip.GzipFile(fileobj=f, mode="rb"))
         if kind == "zstd":
             return _zstd(f, os.fspath(path))
-        return f  # type: ignore[return-value]
+        return cast(BinaryIO, f)
     except BaseException:
         f.close()
         raise

@@ -35,7 +35,8 @@ def add_arguments(r: Any) -> None:
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
-    """Every input: files as given, directories walked recursively (sorted, *.jsonl/*.json/*.jsonl.gz/*.jsonl.zst)."""
+    """Every input: files as given, directories walked recursively (sorted; the names in
+    ``SUFFIXES``: *.jsonl, *.json, *.jsonl.gz, *.jsonl.zst)."""
     for path in paths:
         if path != "-" and os.path.isdir(path):
             for root, dirs, files in os.walk(path):

@@ -237,7 +237,9 @@ class UsageFold:
         if scope_name == "cumulative":
             if dialect in SESSION_CUMULATIVE and self._current is not None:
                 ts = ev.get("timestamp")
-                self._session_counter(self._current, dialect, rec, ts if isinstance(ts, str) else None)
+                self._session_counter(
+                    self._current, dialect, rec, ts if isinstance(ts, str) else None
+                )
                 scope.cover()
                 return
             scope.cover()

@@ -1109,4 +1109,38 @@ mod tests {
             assert!(ev.first().is_some_and(|e| e.extra.is_none()));
         });
     }
+
+    #[test]
+    fn rollout_output_json_gives_its_output_and_exit_code() {
+        run(
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"output\":\"no\\u00e9\",\"metadata\":{\"exit_code\":2}}"}}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.and_then(|e| e.text.as_deref()), Some("noé"));
+                assert_eq!(
+                    e.and_then(|e| e.tool.as_ref()).and_then(|t| t.is_error),
+                    Some(true)
+                );
+            },
+        );
+    }
+
+    #[test]
+    fn rollout_meta_reads_session_and_timestamp() {
+        let Ok((v, _)) = crate::parse::parse(
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s1","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}}}"#,
+        ) else {
+            panic!("bad test json")
+        };
+        let m = Codex.meta(&v);
+        assert_eq!(m.session_id, Some("s1"));
+        assert_eq!(m.timestamp, Some("2026-01-01T00:00:00Z"));
+        let mut out = Vec::new();
+        Codex.map(&v, &mut out);
+        assert!(out
+            .first()
+            .and_then(|e| e.extra.as_deref())
+            .is_some_and(|x| x.continuation));
+        assert_eq!(out.len(), 2);
+    }
 }

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..parse import JsonError, parse, scan_budget
 from ..events import (
     Event,
     classify,
@@ -23,6 +22,7 @@ from ..events import (
     tool_result,
     usage,
 )
+from ..parse import JsonError, parse, scan_budget
 
 NAME = "codex"
 
@@ -625,8 +625,10 @@ def _call_output(out: Any) -> tuple[str, bool]:
         return _parts_text(out, ("input_text", "output_text", "text")), False
     if isinstance(out, dict):
         content = out.get("content")
-        text = content if isinstance(content, str) else _parts_text(
-            content, ("input_text", "output_text", "text")
+        text = (
+            content
+            if isinstance(content, str)
+            else _parts_text(content, ("input_text", "output_text", "text"))
         )
         return text, out.get("success") is False
     return "", False
