@@ -13,7 +13,9 @@ Generates a rollout of ``CHECKFU_SESSION_BYTES`` bytes (default 8 MiB; 1 GiB by 
 
 The file is made of turns like ``docs/examples-sessions/codex-rollout.jsonl`` (messages, a
 function call and output, reasoning, token counts), each with fresh ids and growing counters.
-Run from the repo root with PYTHONPATH=python.
+Run from the repo root with PYTHONPATH=python. Linux carries a process's peak RSS across exec
+into its child's ``ru_maxrss``: this driver stays small (the "import only" row is the floor), so
+the numbers are the children's own, up to that floor.
 """
 
 from __future__ import annotations
