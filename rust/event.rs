@@ -184,12 +184,16 @@ pub struct Extra<'v> {
     pub answer: bool,
     /// On a tool call: the unparsed argument text of a malformed call (`partialArguments`).
     pub partial_arguments: Option<&'v str>,
+    /// A codex rollout `session_meta` of a thread that starts from its parent's counter
+    /// (a `thread_spawn` sub-agent or a fork): `continuation: true` on its `status/init`.
+    pub continuation: bool,
 }
 
 /// Line-level fields a dialect reads once per line.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LineMeta<'v> {
     pub session_id: Option<&'v str>,
+    pub timestamp: Option<&'v str>,
     pub parent_tool_use_id: Option<&'v str>,
     pub native_type: Option<&'v str>,
     /// The oneshot line extras (docs/events.md), after `nativeType`.

@@ -534,6 +534,9 @@ fn write_event(
     if let Some(s) = rec.meta.session_id {
         o.str("sessionId", s); // d.set_item("sessionId", s)
     }
+    if let Some(s) = rec.meta.timestamp {
+        o.str("timestamp", s); // d.set_item("timestamp", s)
+    }
     if let Some(s) = rec.meta.parent_tool_use_id {
         o.str("parentToolUseId", s); // d.set_item("parentToolUseId", s)
     }
@@ -655,6 +658,9 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
     }
     if let Some(p) = x.partial_arguments {
         o.str("partialArguments", p); // d.set_item("partialArguments", p)
+    }
+    if x.continuation {
+        o.bool("continuation", true); // d.set_item("continuation", true)
     }
 }
 
@@ -834,7 +840,7 @@ pub fn normalize_file(
     source: Option<&str>,
     sink: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut f = std::fs::File::open(path)?;
+    let mut f = open_input(path)?;
     let mut s = Stream::new(dialect, budget, source);
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut out = Vec::with_capacity(out_capacity(READ_CHUNK));
@@ -854,6 +860,77 @@ pub fn normalize_file(
     s.finish(&mut out).map_err(io_oom)?;
     sink.write_all(&out)?;
     sink.flush()
+}
+
+/// The gzip and zstd magics (`inputs.py` has the same).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// A file for reading, decompressed as it is read when its first bytes are a gzip (every member)
+/// or zstd (every frame) magic, whatever its name. Memory: the decoder's window (zstd: at most
+/// ruzstd's 128 MiB default; gzip: 32 KiB) and one read, never the decompressed file, so the
+/// budgets apply to decompressed bytes and a "zip bomb" costs time, not memory.
+pub fn open_input(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut head = [0u8; 4];
+    let mut n = 0;
+    while let Some(rest) = head.get_mut(n..).filter(|r| !r.is_empty()) {
+        match f.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let head = head.get(..n).unwrap_or_default().to_vec();
+    let gzip = head.starts_with(&GZIP_MAGIC);
+    let zstd = head.starts_with(&ZSTD_MAGIC);
+    let r = std::io::BufReader::with_capacity(READ_CHUNK, std::io::Cursor::new(head).chain(f));
+    if gzip {
+        return Ok(Box::new(flate2::bufread::MultiGzDecoder::new(r)));
+    }
+    if zstd {
+        return Ok(Box::new(Zstd::new(r)?));
+    }
+    Ok(Box::new(r))
+}
+
+/// A zstd stream of one or more frames (ruzstd decodes one frame per decoder).
+struct Zstd<R: std::io::BufRead> {
+    dec: Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>,
+}
+
+fn zstd_err(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("zstd: {e}"))
+}
+
+impl<R: std::io::BufRead> Zstd<R> {
+    fn new(r: R) -> std::io::Result<Self> {
+        let dec = ruzstd::decoding::StreamingDecoder::new(r).map_err(zstd_err)?;
+        Ok(Zstd { dec: Some(dec) })
+    }
+}
+
+impl<R: std::io::BufRead> Read for Zstd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let Some(dec) = self.dec.as_mut() else {
+                return Ok(0);
+            };
+            let n = dec.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // the frame is done: another one follows, or the stream ends
+            let Some(mut inner) = self.dec.take().map(|d| d.into_inner()) else {
+                return Ok(0);
+            };
+            if inner.fill_buf()?.is_empty() {
+                return Ok(0);
+            }
+            self.dec = Some(ruzstd::decoding::StreamingDecoder::new(inner).map_err(zstd_err)?);
+        }
+    }
 }
 
 fn io_oom(e: OutOfMemory) -> std::io::Error {

@@ -11,6 +11,22 @@ pub const AUTO_HOLD_BYTES: usize = 1 << 20;
 /// The dialect used when no line decides.
 pub const FALLBACK: AnyDialect = AnyDialect::Claude;
 
+/// The record types of a codex rollout envelope (docs/session-files-2026.md §2.4).
+const ROLLOUT_TYPES: [&str; 12] = [
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "world_state",
+    "token_usage_record",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "retained_context",
+    "security_risk_score",
+    "realtime_item",
+];
+
 /// Keys only claude's `system/init` has.
 const CLAUDE_INIT_TELLS: [&str; 4] = [
     "tools",
@@ -54,6 +70,10 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         {
             return Some(AnyDialect::Codex);
         }
+        if ROLLOUT_TYPES.contains(&t) && v.get("payload").is_some_and(Value::is_object) {
+            // a rollout file's envelope line
+            return Some(AnyDialect::Codex);
+        }
         if t == "tool_call" && v.has("toolCallId") && !v.has("tool_call") {
             // xAI streaming-json; a cursor tool_call always has `tool_call`
             return Some(AnyDialect::Grok);
@@ -88,6 +108,10 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         return sniff_later(t, v).or_else(|| mapped(v));
     }
     if v.get("msg").is_some_and(Value::is_object) && v.has("id") {
+        return Some(AnyDialect::Codex);
+    }
+    if v.str_eq("record_type", "state") || crate::dialects::codex::is_header(v) {
+        // a pre-envelope rollout's state marker or header
         return Some(AnyDialect::Codex);
     }
     if v.has("model") && (v.has("sandbox") || v.has("approval") || v.has("provider")) {

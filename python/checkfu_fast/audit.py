@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .inputs import open_input
+
 KNOWN_DIR = Path(__file__).resolve().parent / "dialects" / "known"
 CHUNK = 1 << 20
 # distinct record types / unknown entries kept per dialect and table: the report stays bounded
@@ -405,7 +407,7 @@ def audit_files(
     dialect: Any = "auto",
     *,
     reference: bool = False,
-    suffixes: tuple[str, ...] | None = (".jsonl", ".ndjson"),
+    suffixes: tuple[str, ...] | None = (".jsonl", ".ndjson", ".jsonl.gz", ".jsonl.zst"),
 ) -> tuple[dict[str, Any], list[str]]:
     """Audit files and directories (recursively, sorted), one file at a time in 1 MiB chunks;
     ``-`` is stdin.
@@ -421,7 +423,7 @@ def audit_files(
             if name == "-":
                 _feed(a, sys.stdin.buffer, name, dialect, reference)
             else:
-                with open(name, "rb") as f:
+                with open_input(name) as f:
                     _feed(a, f, name, dialect, reference)
         except OSError as exc:
             failed.append(f"{name}: {exc.strerror or exc}")

@@ -39,6 +39,7 @@ from . import (
     reference,
     report,
 )
+from .inputs import open_input, plain_fd
 
 CHUNK = 1 << 20
 
@@ -60,7 +61,11 @@ def _unreadable(name: str, exc: OSError) -> int:
 
 
 def _stream(
-    fd: int, out: BinaryIO, args: argparse.Namespace, source: str | None, counts: Counter[str]
+    fd: int | BinaryIO,
+    out: BinaryIO,
+    args: argparse.Namespace,
+    source: str | None,
+    counts: Counter[str],
 ) -> None:
     """Normalize what can be read from ``fd`` as it arrives: each read returns what is
     available (a pipe gives its lines as they are written) and its events are written and
@@ -87,7 +92,18 @@ def _stream(
         def feed(chunk: bytes | None) -> bytes:
             return native.feed_jsonl(chunk) if chunk is not None else native.finish_jsonl()
 
-    while chunk := os.read(fd, CHUNK):
+    if isinstance(fd, int):
+
+        def read() -> bytes:
+            return os.read(fd, CHUNK)
+
+    else:  # a decompressing stream (inputs.open_input)
+        src = fd
+
+        def read() -> bytes:
+            return src.read(CHUNK)
+
+    while chunk := read():
         if data := feed(chunk):
             out.write(data)
             out.flush()
@@ -143,8 +159,10 @@ def _normalize(args: argparse.Namespace) -> int:
                     if name == "-":
                         _stream(sys.stdin.buffer.fileno(), out, args, "-" if many else None, counts)
                     else:
-                        with open(name, "rb") as f:
-                            _stream(f.fileno(), out, args, name if many else None, counts)
+                        with open_input(name) as f:
+                            fd = plain_fd(f)
+                            src = f if fd is None else fd
+                            _stream(src, out, args, name if many else None, counts)
                 except BrokenPipeError:
                     raise
                 except OSError as exc:

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from . import Normalizer
+from .inputs import open_input
 from .usage import UsageFold
 
 CHUNK = 1 << 20
-SUFFIXES = (".jsonl", ".json")
+SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".jsonl.zst")
 NO_TIME = (
     "--by day needs the time of each event, and events/v1 events carry no timestamp field "
     "(docs/usage.md, Known gaps); use --by session or --by model"
@@ -34,7 +35,8 @@ def add_arguments(r: Any) -> None:
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
-    """Every input: files as given, directories walked recursively (sorted, *.jsonl/*.json)."""
+    """Every input: files as given, directories walked recursively (sorted; the names in
+    ``SUFFIXES``: *.jsonl, *.json, *.jsonl.gz, *.jsonl.zst)."""
     for path in paths:
         if path != "-" and os.path.isdir(path):
             for root, dirs, files in os.walk(path):
@@ -148,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
             if name == "-":
                 fold_stream(fold, sys.stdin.buffer, args.dialect)
             else:
-                with open(name, "rb") as f:
+                with open_input(name) as f:
                     fold_stream(fold, f, args.dialect)
             files += 1
         except OSError as exc:

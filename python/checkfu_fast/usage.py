@@ -15,7 +15,12 @@ Only event fields are read (``kind``, ``usage``, ``usageScope``/``subtype``, ``m
   are one reading. For codex, whose counter is cumulative for
   the thread across resumes, the counter is kept per session across streams and the largest one
   counts, so a resumed session does not count its earlier turns again, in whatever order the
-  files come.
+  files come; a counter that goes down within one stream was reset (it starts a new counter,
+  which is added); a thread whose ``status/init`` says ``continuation`` (a rollout of a spawned
+  or forked thread) starts from its parent's counter: the readings of its first second (the
+  replayed parent history) are its baseline, and only what it counts beyond that is added. A
+  codex ``usage`` that names no model takes the model of the stream's latest ``turn_context``
+  (a ``status`` event with that ``nativeType``; its ``text`` is the model).
 
 ``reasoningTokens`` (the part of ``outputTokens`` the CLI reports as reasoning) follows the
 same rules as the other counts; a total has it only when some reading reported it.
@@ -87,6 +92,15 @@ class _Rec:
                 setattr(self, k, b)
         if self.model == _UNKNOWN:
             self.model = other.model
+
+    def minus(self, base: _Rec) -> _Rec:
+        """Componentwise ``self - base`` (never below 0): what a counter adds to a baseline."""
+        out = _Rec({})
+        out.model = self.model
+        for k in _FIELDS:
+            a, b = getattr(self, k), getattr(base, k)
+            setattr(out, k, a if a is None or b is None else max(a - b, 0))
+        return out
 
     def covers(self, earlier: _Rec) -> bool:
         """True when no count went down from ``earlier`` (the same counter, grown)."""
@@ -211,6 +225,14 @@ class UsageFold:
         self._sessions: dict[str, _Acc] = {}
         self._session_dialect: dict[str, str] = {}
         self._session_counters: dict[str, _Rec] = {}  # SESSION_CUMULATIVE dialects
+        self._session_closed: dict[str, list[_Rec]] = {}  # their counters that were reset
+        self._session_base: dict[str, _Rec] = {}  # continuation threads: the parent's counter
+        # per stream: the last reading per session, the continuation sessions and the second
+        # of their first reading (None once the replayed burst is over), the turn_context model
+        self._stream_last: dict[str, _Rec] = {}
+        self._burst: dict[str, str | None] = {}
+        self._continued: set[str] = set()
+        self._model: str | None = None
         self._scopes: dict[str | None, _Scope] | None = None
         self._current: str | None = None
         self._first: str | None = None
@@ -225,12 +247,25 @@ class UsageFold:
         self._current = self._first = None
         self._ending = "none"
         self._dialect = None
+        self._stream_last = {}
+        self._burst = {}
+        self._continued = set()
+        self._model = None
 
     def add(self, ev: dict[str, Any]) -> None:
         if self._scopes is None:
             self.start_stream()
         assert self._scopes is not None
         sid = ev.get("sessionId")
+        if (
+            isinstance(sid, str)
+            and sid
+            and self._first is not None
+            and ev.get("dialect") in SESSION_CUMULATIVE
+        ):
+            # a codex stream is one thread: a later session id is a copy of the parent's
+            # session_meta in a sub-agent rollout
+            sid = self._first
         if isinstance(sid, str) and sid:
             if self._first is None:
                 self._first = sid
@@ -242,17 +277,27 @@ class UsageFold:
         if self._dialect is None and isinstance(ev.get("dialect"), str):
             self._dialect = ev["dialect"]
         self._outcome(ev)
+        dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
+        if ev.get("kind") == "status" and dialect in SESSION_CUMULATIVE:
+            if ev.get("nativeType") == "turn_context" and isinstance(ev.get("text"), str):
+                self._model = ev["text"]
+            if ev.get("continuation") is True and isinstance(sid, str) and sid:
+                self._continued.add(sid)
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
         scope_name = ev.get("usageScope", ev.get("subtype"))
-        dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
         rec = _Rec(ev["usage"], ev.get("reasoningTokens"))
+        if rec.model == _UNKNOWN and self._model and dialect in SESSION_CUMULATIVE:
+            rec.model = self._model
         scope = self._scopes.get(self._current)
         if scope is None:
             scope = self._scopes[self._current] = _Scope(dialect)
         if scope_name == "cumulative":
             if dialect in SESSION_CUMULATIVE and self._current is not None:
-                self._session_counter(self._current, dialect, rec)
+                ts = ev.get("timestamp")
+                self._session_counter(
+                    self._current, dialect, rec, ts if isinstance(ts, str) else None
+                )
                 scope.cover()
                 return
             scope.cover()
@@ -286,13 +331,36 @@ class UsageFold:
         elif kind == "error" and ev.get("retry") is True and self._ending == "none":
             self._ending = "retrying"  # failed, unless an outcome follows
 
-    def _session_counter(self, sid: str, dialect: str, rec: _Rec) -> None:
+    def _session_counter(self, sid: str, dialect: str, rec: _Rec, ts: str | None) -> None:
+        self._session_dialect.setdefault(sid, dialect)
+        if sid in self._continued:
+            second = ts[:19] if ts is not None else None
+            if sid not in self._burst:  # the first reading: the replayed parent history
+                self._burst[sid] = second
+                self._base(sid, rec)
+                return
+            if second is not None and second == self._burst[sid]:
+                self._base(sid, rec)  # still the burst
+                return
+            self._burst[sid] = None
+        last = self._stream_last.get(sid)
+        self._stream_last[sid] = rec
         seen = self._session_counters.get(sid)
         if seen is None:
-            self._session_counters[sid] = rec
-            self._session_dialect.setdefault(sid, dialect)
+            self._session_counters[sid] = _copy_rec(rec)
+        elif last is not None and not rec.covers(last):
+            # the counter went down within the stream: it was reset, the old one is closed
+            self._session_closed.setdefault(sid, []).append(seen)
+            self._session_counters[sid] = _copy_rec(rec)
         else:
             seen.merge_max(rec)
+
+    def _base(self, sid: str, rec: _Rec) -> None:
+        base = self._session_base.get(sid)
+        if base is None:
+            self._session_base[sid] = _copy_rec(rec)
+        else:
+            base.merge_max(rec)
 
     def end_stream(self) -> None:
         if self._scopes is None:
@@ -325,9 +393,14 @@ class UsageFold:
         models = {k: _copy(v) for k, v in self._models.items()}
         sessions = {k: _copy(v) for k, v in self._sessions.items()}
         for sid, r in self._session_counters.items():
-            total.add(r)
-            models.setdefault(r.model, _Acc()).add(r)
-            sessions.setdefault(sid, _Acc()).add(r)
+            counters = [*self._session_closed.get(sid, []), r]
+            base = self._session_base.get(sid)
+            if base is not None:  # a continuation: its first counter starts at the parent's
+                counters[0] = counters[0].minus(base)
+            for c in counters:
+                total.add(c)
+                models.setdefault(c.model, _Acc()).add(c)
+                sessions.setdefault(sid, _Acc()).add(c)
         by_session = {}
         for k in sorted(sessions):
             d = sessions[k].as_dict(endings=True)
@@ -338,6 +411,13 @@ class UsageFold:
             "byModel": {k: models[k].as_dict() for k in sorted(models)},
             "bySession": by_session,
         }
+
+
+def _copy_rec(r: _Rec) -> _Rec:
+    out = _Rec({})
+    for k in _Rec.__slots__:
+        setattr(out, k, getattr(r, k))
+    return out
 
 
 def _copy(a: _Acc) -> _Acc:

@@ -16,9 +16,19 @@ pub struct Codex;
 
 impl Dialect for Codex {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+        if let (Some(t), Some(p)) = (v.str_at("type"), v.get("payload").filter(|p| p.is_object())) {
+            rollout(t, p, out);
+            return;
+        }
         let Some(t) = v.str_at("type") else {
             if let Some(m) = v.get("msg").filter(|m| m.is_object()) {
                 legacy(m, out);
+            } else if let Some(r) = v.str_at("record_type") {
+                // a pre-envelope rollout's state marker
+                out.push(status("progress", Some(Cow::Borrowed(r))));
+            } else if is_header(v) {
+                // a pre-envelope rollout's first line
+                out.push(status("init", v.str_at("cli_version").map(Cow::Borrowed)));
             } else if let Some(p) = v.str_at("prompt") {
                 out.push(msg("text", "user", p));
             } else if v.has("model") && (v.has("provider") || v.has("sandbox") || v.has("approval"))
@@ -81,11 +91,17 @@ impl Dialect for Codex {
                     }),
                 ))
             }
+            // a pre-envelope rollout's bare Responses item
+            t if is_bare_item(t) => response_item(v, out),
             _ => {}
         }
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
+        if is_envelope(v) || is_header(v) {
+            // a rollout line (§2.3): its own timestamp
+            return rollout_meta(v);
+        }
         let m = v.get("msg").filter(|m| m.is_object());
         let session_id = v
             .str_at("thread_id")
@@ -688,6 +704,370 @@ fn legacy_mcp_end<'v>(
     tool_result(name, cid, false, Cow::Borrowed(""))
 }
 
+// -- rollout files (~/.codex/sessions/…/rollout-*.jsonl; docs/session-files-2026.md §2) -------
+// The envelope `{"timestamp","type","payload"}` (2025-09 on) and the pre-envelope generation (a
+// bare header, `{"record_type":"state"}` markers and bare Responses items). A rollout repeats
+// its content as a `response_item` and as an `event_msg`: the response_items are the content,
+// the duplicating event_msgs are `status/progress` (§2.6). Mirrors the reference's `_rollout`.
+
+/// Responses items written to rollouts that carry no content of their own.
+const ITEM_PROGRESS: [&str; 9] = [
+    "compaction",
+    "compaction_summary",
+    "context_compaction",
+    "compaction_trigger",
+    "ghost_snapshot",
+    "image_generation_call",
+    "tool_search_call",
+    "tool_search_output",
+    "additional_tools",
+];
+
+/// event_msg payloads that duplicate a response_item or carry no event of their own.
+const EVENT_PROGRESS: [&str; 24] = [
+    "user_message",
+    "agent_message",
+    "agent_reasoning",
+    "agent_reasoning_raw_content",
+    "agent_reasoning_section_break",
+    "context_compacted",
+    "entered_review_mode",
+    "exited_review_mode",
+    "thread_rolled_back",
+    "undo_completed",
+    "thread_name_updated",
+    "image_generation_end",
+    "exec_command_end",
+    "mcp_tool_call_end",
+    "web_search_end",
+    "view_image_tool_call",
+    "collab_agent_spawn_end",
+    "collab_agent_interaction_end",
+    "collab_waiting_end",
+    "collab_close_end",
+    "plan_update",
+    "background_event",
+    "session_configured",
+    "turn_diff",
+];
+
+/// Top-level rollout records with no event of their own.
+const RECORD_PROGRESS: [&str; 7] = [
+    "world_state",
+    "token_usage_record",
+    "retained_context",
+    "security_risk_score",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "realtime_item",
+];
+
+/// Responses item types a pre-envelope rollout writes bare (besides [`ITEM_PROGRESS`]).
+const BARE_ITEMS: [&str; 8] = [
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "web_search_call",
+];
+
+/// Leading texts of the user items Codex injects (context, not typed input).
+const INJECTED: [&str; 6] = [
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+];
+
+/// The budget of a JSON document inside a tool output string.
+const INNER_DEPTH: usize = 64;
+const INNER_NODES: usize = 100_000;
+
+fn is_bare_item(t: &str) -> bool {
+    BARE_ITEMS.contains(&t) || ITEM_PROGRESS.contains(&t)
+}
+
+/// A rollout envelope line: a string `type` and an object `payload`.
+pub fn is_envelope(v: &Value<'_>) -> bool {
+    v.str_at("type").is_some() && v.get("payload").is_some_and(Value::is_object)
+}
+
+/// The first line of a pre-envelope rollout: `id` and `timestamp`, no `type`/`msg`, and one of
+/// the session keys.
+pub fn is_header(v: &Value<'_>) -> bool {
+    !v.has("type")
+        && !v.has("msg")
+        && v.str_at("id").is_some()
+        && v.str_at("timestamp").is_some()
+        && ["instructions", "git", "cwd", "originator", "cli_version"]
+            .iter()
+            .any(|k| v.has(k))
+}
+
+fn rollout_meta<'v>(v: &'v Value<'v>) -> LineMeta<'v> {
+    let p = v.get("payload").filter(|p| p.is_object());
+    let header = is_header(v);
+    let session_id = if header {
+        v.str_at("id")
+    } else if v.str_eq("type", "session_meta") {
+        p.and_then(|p| nonempty(p.get("id")))
+    } else {
+        None
+    };
+    let native_type = match (v.str_at("type"), p) {
+        (Some(t @ ("response_item" | "event_msg")), Some(p)) => p.str_at("type").or(Some(t)),
+        (t, _) => t,
+    };
+    let mut meta = LineMeta {
+        session_id,
+        timestamp: v.str_at("timestamp"),
+        native_type,
+        ..LineMeta::default()
+    };
+    if let Some(p) = p.filter(|_| v.str_eq("type", "event_msg")) {
+        line_extras(p, false, &mut meta);
+    }
+    meta
+}
+
+fn rollout<'v>(t: &'v str, p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    match t {
+        "session_meta" => {
+            let mut init = status("init", p.str_at("cli_version").map(Cow::Borrowed));
+            let spawn = p
+                .get("source")
+                .filter(|s| s.is_object())
+                .and_then(|s| s.get("subagent"))
+                .filter(|s| s.is_object())
+                .and_then(|s| s.get("thread_spawn"))
+                .filter(|s| s.is_object());
+            if spawn.is_some() || p.str_at("forked_from_id").is_some() {
+                // the thread starts from its parent's counter (§2.5): usage_totals counts from there
+                init.x().continuation = true;
+            }
+            out.push(init);
+            if let (Some(spawn), Some(id)) = (spawn, nonempty(p.get("id"))) {
+                let mut ev = status(
+                    "subagent",
+                    spawn.str_at("parent_thread_id").map(Cow::Borrowed),
+                );
+                ev.x().subagent = Some(Subagent {
+                    id: Cow::Borrowed(id),
+                    phase: "started",
+                    kind: Some(Cow::Borrowed("thread_spawn")),
+                    ..Subagent::default()
+                });
+                out.push(ev);
+            }
+        }
+        "response_item" => response_item(p, out),
+        "event_msg" => event_msg(p, out),
+        "turn_context" => out.push(status("progress", p.str_at("model").map(Cow::Borrowed))),
+        "compacted" => {
+            let first = p
+                .str_at("message")
+                .map(|m| Cow::Borrowed(m.split('\n').next().unwrap_or("")));
+            out.push(status("compaction", first));
+        }
+        t if RECORD_PROGRESS.contains(&t) => out.push(status("progress", Some(Cow::Borrowed(t)))),
+        _ => {}
+    }
+}
+
+/// The `text` of the parts of `kinds` joined by LF (a string content is its own text).
+fn parts_text<'v>(content: Option<&'v Value<'v>>, kinds: &[&str]) -> Text<'v> {
+    match content {
+        Some(Value::Str(s)) => Cow::Borrowed(s.as_ref()),
+        Some(Value::Array(items)) => {
+            let texts: Vec<&str> = items
+                .iter()
+                .filter(|c| c.is_object() && c.str_at("type").is_some_and(|t| kinds.contains(&t)))
+                .filter_map(|c| c.str_at("text"))
+                .collect();
+            match texts.as_slice() {
+                [] => Cow::Borrowed(""),
+                [one] => Cow::Borrowed(one),
+                many => Cow::Owned(many.join("\n")),
+            }
+        }
+        _ => Cow::Borrowed(""),
+    }
+}
+
+const TEXT_PARTS: [&str; 3] = ["input_text", "output_text", "text"];
+
+fn response_item<'v>(p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let cid = p.get("call_id");
+    match p.str_at("type") {
+        Some("message") => {
+            let text = parts_text(p.get("content"), &TEXT_PARTS);
+            let role = match p.str_at("role") {
+                Some("assistant") => "assistant",
+                Some("user") if !INJECTED.iter().any(|i| text.starts_with(i)) => "user",
+                // developer/system items and the injected user context
+                _ => "system",
+            };
+            out.push(msg("text", role, text));
+        }
+        Some("reasoning") => {
+            let mut text = parts_text(p.get("summary"), &["summary_text"]);
+            if text.is_empty() {
+                text = parts_text(p.get("content"), &["reasoning_text", "text"]);
+            }
+            out.push(msg("thinking", "assistant", text));
+        }
+        Some("function_call") => out.push(tool_call(
+            name_or_unknown(p.get("name")),
+            p.get("arguments"),
+            cid,
+        )),
+        Some("custom_tool_call") => out.push(tool_call(
+            name_or_unknown(p.get("name")),
+            p.get("input"),
+            cid,
+        )),
+        Some("local_shell_call") => {
+            let command = p
+                .get("action")
+                .filter(|a| a.is_object())
+                .and_then(|a| a.get("command"));
+            let mut ev = tool_call(Cow::Borrowed("shell"), command, cid);
+            ev.x().provider_tool_name = Some(Cow::Borrowed("local_shell_call"));
+            out.push(ev);
+        }
+        Some("function_call_output" | "custom_tool_call_output") => {
+            let (text, failed) = call_output(p.get("output"));
+            out.push(tool_result(Cow::Borrowed("unknown"), cid, failed, text));
+        }
+        Some("web_search_call") => {
+            let action = p.get("action").filter(|a| a.is_object());
+            let iid = p.get("id");
+            let text = action.map(action_text).unwrap_or(Cow::Borrowed(""));
+            out.push(tool_call(Cow::Borrowed("web_search"), p.get("action"), iid));
+            out.push(tool_result(Cow::Borrowed("web_search"), iid, false, text));
+        }
+        Some(t) if ITEM_PROGRESS.contains(&t) => {
+            out.push(status("progress", Some(Cow::Borrowed(t))))
+        }
+        _ => {}
+    }
+}
+
+/// The text of a tool output and whether it failed: a JSON string `{output, metadata}` (its
+/// `output`; failed when `metadata.exit_code` is not 0), a plain string, content items, or an
+/// object with `content` and `success`.
+fn call_output<'v>(o: Option<&'v Value<'v>>) -> (Text<'v>, bool) {
+    match o {
+        Some(Value::Str(s)) => {
+            let s: &'v str = s.as_ref();
+            if s.starts_with('{') {
+                if let Ok((inner, _)) = crate::parse::parse_within(s, INNER_DEPTH, INNER_NODES) {
+                    if let Some(Value::Str(text)) = inner.get("output") {
+                        let code = inner
+                            .get("metadata")
+                            .filter(|m| m.is_object())
+                            .and_then(|m| m.get("exit_code"));
+                        let failed = matches!(code, Some(Value::Int(c)) if *c != 0)
+                            || matches!(code, Some(Value::BigInt(_)));
+                        let text = match text {
+                            Cow::Borrowed(b) => Cow::Borrowed(*b),
+                            Cow::Owned(o) => Cow::Owned(o.clone()),
+                        };
+                        return (text, failed);
+                    }
+                }
+            }
+            (Cow::Borrowed(s), false)
+        }
+        Some(items @ Value::Array(_)) => (parts_text(Some(items), &TEXT_PARTS), false),
+        Some(obj @ Value::Object(_)) => (
+            parts_text(obj.get("content"), &TEXT_PARTS),
+            matches!(obj.get("success"), Some(Value::Bool(false))),
+        ),
+        _ => (Cow::Borrowed(""), false),
+    }
+}
+
+fn event_msg<'v>(p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let Some(t) = p.str_at("type") else { return };
+    match t {
+        "token_count" => {
+            let info = p.get("info").filter(|i| i.is_object());
+            match info
+                .and_then(|i| i.get("total_token_usage"))
+                .filter(|u| u.is_object())
+            {
+                Some(total) => {
+                    let mut ev = codex_usage(total);
+                    if let (Some(u), Some(m)) = (
+                        ev.usage.as_mut(),
+                        info.and_then(|i| nonempty(i.get("model"))),
+                    ) {
+                        u.model = Cow::Borrowed(m);
+                    }
+                    out.push(ev);
+                }
+                None => out.push(status("progress", Some(Cow::Borrowed("rate_limits")))),
+            }
+        }
+        "task_started" | "turn_started" => out.push(status("turn_started", None)),
+        "task_complete" | "turn_complete" => {
+            if let Some(e) = p.get("error").filter(|e| e.is_object()) {
+                let message = or_str(e.str_at("message"), "turn failed");
+                let kind = classify(&message);
+                out.push(error("turn_failed", "turn_failed", message, kind));
+            }
+            out.push(status(
+                "turn_completed",
+                p.str_at("last_agent_message").map(Cow::Borrowed),
+            ));
+        }
+        "turn_aborted" => {
+            let reason = or_str(p.str_at("reason"), "turn aborted");
+            let kind = if reason == "budget_limited" {
+                "quota"
+            } else {
+                "semantic"
+            };
+            out.push(error("turn_aborted", "turn_aborted", reason, kind));
+        }
+        "error" | "stream_error" => legacy(p, out),
+        "patch_apply_end" => {
+            let ok = p.is_true_at("success");
+            let text = p.str_at(if ok { "stdout" } else { "stderr" });
+            out.push(status("file_change", text.map(Cow::Borrowed)));
+        }
+        "item_completed" => {
+            let item = p.get("item").filter(|i| i.is_object());
+            let it = item.and_then(|i| i.str_at("type"));
+            match (it, item) {
+                (Some("FileChange"), _) => {
+                    out.push(status("file_change", Some(Cow::Borrowed("FileChange"))))
+                }
+                (Some("Plan"), Some(i)) => out.push(status(
+                    "progress",
+                    Some(Cow::Borrowed(or_plan(i.str_at("text")))),
+                )),
+                _ => out.push(status("progress", it.map(Cow::Borrowed))),
+            }
+        }
+        t if EVENT_PROGRESS.contains(&t) => out.push(status("progress", Some(Cow::Borrowed(t)))),
+        _ => {}
+    }
+}
+
+fn or_plan(text: Option<&str>) -> &str {
+    match text {
+        Some(t) if !t.is_empty() => t,
+        _ => "Plan",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,5 +1115,39 @@ mod tests {
         run(r#"{"type":"error","message":"boom"}"#, |ev| {
             assert!(ev.first().is_some_and(|e| e.extra.is_none()));
         });
+    }
+
+    #[test]
+    fn rollout_output_json_gives_its_output_and_exit_code() {
+        run(
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"{\"output\":\"no\\u00e9\",\"metadata\":{\"exit_code\":2}}"}}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(e.and_then(|e| e.text.as_deref()), Some("noé"));
+                assert_eq!(
+                    e.and_then(|e| e.tool.as_ref()).and_then(|t| t.is_error),
+                    Some(true)
+                );
+            },
+        );
+    }
+
+    #[test]
+    fn rollout_meta_reads_session_and_timestamp() {
+        let Ok((v, _)) = crate::parse::parse(
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s1","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p"}}}}}"#,
+        ) else {
+            panic!("bad test json")
+        };
+        let m = Codex.meta(&v);
+        assert_eq!(m.session_id, Some("s1"));
+        assert_eq!(m.timestamp, Some("2026-01-01T00:00:00Z"));
+        let mut out = Vec::new();
+        Codex.map(&v, &mut out);
+        assert!(out
+            .first()
+            .and_then(|e| e.extra.as_deref())
+            .is_some_and(|x| x.continuation));
+        assert_eq!(out.len(), 2);
     }
 }

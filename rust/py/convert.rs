@@ -309,6 +309,9 @@ fn event<'py>(
     if let Some(s) = m.session_id {
         d.set_item(intern!(py, "sessionId"), s)?;
     }
+    if let Some(s) = m.timestamp {
+        d.set_item(intern!(py, "timestamp"), s)?;
+    }
     if let Some(s) = m.parent_tool_use_id {
         d.set_item(intern!(py, "parentToolUseId"), s)?;
     }
@@ -434,6 +437,9 @@ fn extra<'py>(
     }
     if let Some(p) = x.partial_arguments {
         d.set_item(intern!(py, "partialArguments"), p)?;
+    }
+    if x.continuation {
+        d.set_item(intern!(py, "continuation"), true)?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ lines by an independent reader (the package never reads native JSON outside its 
   ``usage`` (the last turn's), with ``total_cost_usd``; ``cliModelUsage`` = the ``modelUsage``
   sum with the models' ``costUSD``;
 - codex: the last ``turn.completed`` / ``token_count`` counter of each thread (cumulative);
+  rollout files: the rule of docs/session-files-2026.md section 2.5 (``rollout_codex``);
 - cursor: the sum of the ``result`` usages (one per run);
 - opencode: the sum of the ``step_finish`` parts (per step);
 - pi: the sum of the assistant ``message_end`` usages (per message);
@@ -46,6 +47,14 @@ CASES = {
         "vectors/usage/inputs/codex-resume-1.jsonl",
         "vectors/usage/inputs/codex-resume-2.jsonl",
     ],
+    "codex-rollout": ["docs/examples-sessions/codex-rollout.jsonl"],
+    "codex-rollout-paginated": ["docs/examples-sessions/codex-rollout-paginated.jsonl"],
+    "codex-rollout-resume": [
+        "vectors/usage/inputs/codex-rollout-resume-1.jsonl",
+        "vectors/usage/inputs/codex-rollout-resume-2.jsonl",
+    ],
+    "codex-rollout-subagent": ["vectors/usage/inputs/codex-rollout-subagent.jsonl"],
+    "codex-rollout-reset": ["vectors/usage/inputs/codex-rollout-reset.jsonl"],
     "cursor-result": ["corpus:cursor/json-result-with-usage.jsonl"],
     "cursor-2026": ["vectors/events/cursor/2026.input.jsonl"],
     "opencode-takopi": ["corpus:opencode/takopi-stream-success.jsonl"],
@@ -155,6 +164,52 @@ def cli_codex(ds):
     return t if last else None
 
 
+def rollout_codex(files):
+    """Rollout files (docs/session-files-2026.md section 2.5), read here independently: per
+    thread (each file's first ``session_meta`` id) its ``total_token_usage`` readings; a reading
+    below the previous one in the same file starts a new counter (both count); a thread's
+    counter is the largest over its files; a spawned or forked thread (``source.subagent`` or
+    ``forked_from_id``) subtracts the replayed parent history (the readings stamped with the
+    second of its first reading)."""
+    closed, counters, base = {}, {}, {}
+
+    def mx(a, b):
+        return {k: None if k == "costUsd" else max(a[k], b[k]) for k in a}
+
+    for ds in files:
+        thread = prev = burst = None
+        cont = False
+        for d in ds:
+            p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
+            if d.get("type") == "session_meta" and thread is None:
+                thread = p["id"]
+                cont = isinstance(p.get("source"), dict) or "forked_from_id" in p
+                continue
+            info = p.get("info") if p.get("type") == "token_count" else None
+            if not isinstance(info, dict):
+                continue
+            u = info["total_token_usage"]
+            t = tot(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+            if cont and burst in (None, d["timestamp"][:19]):
+                burst = d["timestamp"][:19]
+                base[thread] = mx(base.get(thread, tot()), t)
+                continue
+            cont = False
+            if prev is not None and any(t[k] < prev[k] for k in t if k != "costUsd"):
+                closed.setdefault(thread, []).append(counters.pop(thread))
+            counters[thread] = mx(counters.get(thread, tot()), t)
+            prev = t
+    total = tot()
+    for th, c in counters.items():
+        segs = closed.get(th, []) + [c]
+        if th in base:
+            b = base[th]
+            segs[0] = {k: None if k == "costUsd" else max(segs[0][k] - b[k], 0) for k in c}
+        for seg in segs:
+            total = add(total, seg)
+    return total if counters else None
+
+
 def cli_cursor(ds):
     t = None
     for d in ds:
@@ -241,6 +296,8 @@ def main() -> None:
             doc["cli"], model_usage = cli_claude(ds)
             if model_usage is not None:
                 doc["cliModelUsage"] = model_usage
+        elif dialect == "codex" and any(isinstance(d.get("payload"), dict) for d in ds):
+            doc["cli"] = rollout_codex([list(lines([p])) for p in paths])
         else:
             doc["cli"] = CLI[dialect](ds)
         doc["totals"] = totals(paths)

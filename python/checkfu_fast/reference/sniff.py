@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dialects.codex import is_header
+
 AUTO_HOLD_LINES = 64
 AUTO_HOLD_BYTES = 1 << 20
 FALLBACK = "claude"
 
 _CODEX_PREFIXES = ("thread.", "turn.", "item.")
+# the record types of a codex rollout envelope (docs/session-files-2026.md §2.4)
+_ROLLOUT_TYPES = (
+    "session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state",
+    "token_usage_record", "inter_agent_communication", "inter_agent_communication_metadata",
+    "retained_context", "security_risk_score", "realtime_item",
+)  # fmt: skip
 _CLAUDE_ONLY_TYPES = ("stream_event", "rate_limit_event", "conversation_reset")
 _CURSOR_ONLY_TYPES = ("tool_call", "thinking")
 _OPENCODE_TYPES = ("step_start", "step_finish", "tool_use", "text", "reasoning", "error")
@@ -46,6 +54,8 @@ def sniff(v: Any) -> str | None:
     if isinstance(t, str):
         if t.startswith(_CODEX_PREFIXES) or t == "session.created":
             return "codex"
+        if t in _ROLLOUT_TYPES and isinstance(v.get("payload"), dict):
+            return "codex"  # a rollout file's envelope line
         if t == "tool_call" and "toolCallId" in v and "tool_call" not in v:
             return "grok"  # xAI streaming-json; a cursor tool_call always has `tool_call`
         if t in _CURSOR_ONLY_TYPES or "model_call_id" in v:
@@ -63,6 +73,8 @@ def sniff(v: Any) -> str | None:
         return _sniff_later(t, v) or _mapped(v)
     if isinstance(v.get("msg"), dict) and "id" in v:
         return "codex"
+    if v.get("record_type") == "state" or is_header(v):
+        return "codex"  # a pre-envelope rollout's state marker or header
     if "model" in v and ("sandbox" in v or "approval" in v or "provider" in v):
         return "codex"
     if "stopReason" in v and "sessionId" in v and "text" in v:

@@ -24,6 +24,7 @@ from ..events import (
     tool_result,
     usage,
 )
+from ..parse import JsonError, parse, scan_budget
 
 NAME = "codex"
 
@@ -31,6 +32,17 @@ NAME = "codex"
 def meta(v: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     m = v.get("msg")
+    if is_envelope(v) or is_header(v):  # a rollout line (§2.3): its own timestamp
+        p = v.get("payload")
+        if is_header(v):
+            out["sessionId"] = v["id"]
+        elif v["type"] == "session_meta" and isinstance(p, dict) and _nonempty(p.get("id")):
+            out["sessionId"] = p["id"]
+        if isinstance(v.get("timestamp"), str):
+            out["timestamp"] = v["timestamp"]
+        if v.get("type") == "event_msg" and isinstance(p, dict):
+            out.update(line_extras(p))
+        return out
     if isinstance(v.get("thread_id"), str):
         out["sessionId"] = v["thread_id"]
     elif isinstance(m, dict) and isinstance(m.get("session_id"), str):
@@ -77,7 +89,14 @@ def _with(ev: Event, **extras: Any) -> Event:
     return ev
 
 
+def _nonempty(x: Any) -> bool:
+    return isinstance(x, str) and x != ""
+
+
 def native_type(v: dict[str, Any]) -> Any:
+    if is_envelope(v) and v["type"] in ("response_item", "event_msg"):
+        pt = v["payload"].get("type")
+        return pt if isinstance(pt, str) else v["type"]
     m = v.get("msg")
     if isinstance(m, dict) and "type" not in v:
         return m.get("type")
@@ -86,10 +105,16 @@ def native_type(v: dict[str, Any]) -> Any:
 
 def map_line(v: dict[str, Any]) -> list[Event]:
     t = v.get("type")
+    if isinstance(t, str) and isinstance(v.get("payload"), dict):
+        return _rollout(t, v["payload"])
     if not isinstance(t, str):
         m = v.get("msg")
         if isinstance(m, dict):
             return _legacy(m)
+        if isinstance(v.get("record_type"), str):  # a pre-envelope rollout's state marker
+            return [status("progress", v["record_type"])]
+        if is_header(v):  # a pre-envelope rollout's first line
+            return [status("init", text_of(v.get("cli_version")))]
         if isinstance(v.get("prompt"), str):
             return [msg("text", "user", v["prompt"])]
         if "model" in v and ("provider" in v or "sandbox" in v or "approval" in v):
@@ -124,6 +149,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [compaction_tokens(status("compaction", "compacted"), v)]
     if t == "request_user_input":
         return [status("progress", _questions_text(v.get("questions")) or "request_user_input")]
+    if t in BARE_ITEMS:  # a pre-envelope rollout's bare Responses item
+        return _response_item(v)
     return []
 
 
@@ -440,3 +467,233 @@ _LEGACY_TEXT = {
     "task_complete": "last_agent_message",
     "turn_diff": "unified_diff",
 }
+
+
+# -- rollout files (~/.codex/sessions/…/rollout-*.jsonl; docs/session-files-2026.md §2) -------
+# The envelope ``{"timestamp","type","payload"}`` (2025-09 on) and the pre-envelope generation
+# (a bare header, ``{"record_type":"state"}`` markers and bare Responses items). A rollout
+# repeats its content as a ``response_item`` and as an ``event_msg``: the response_items are the
+# content, the duplicating event_msgs are ``status/progress`` (§2.6).
+
+# Responses items written to rollouts that carry no content of their own
+_ITEM_PROGRESS = frozenset(
+    (
+        "compaction", "compaction_summary", "context_compaction", "compaction_trigger",
+        "ghost_snapshot", "image_generation_call", "tool_search_call", "tool_search_output",
+        "additional_tools",
+    )
+)  # fmt: skip
+# event_msg payloads that duplicate a response_item or carry no event of their own
+_EVENT_PROGRESS = frozenset(
+    (
+        "user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
+        "agent_reasoning_section_break", "context_compacted", "entered_review_mode",
+        "exited_review_mode", "thread_rolled_back", "undo_completed", "thread_name_updated",
+        "image_generation_end", "exec_command_end", "mcp_tool_call_end", "web_search_end",
+        "view_image_tool_call", "collab_agent_spawn_end", "collab_agent_interaction_end",
+        "collab_waiting_end", "collab_close_end", "plan_update", "background_event",
+        "session_configured", "turn_diff",
+    )
+)  # fmt: skip
+# top-level rollout records with no event of their own
+_RECORD_PROGRESS = frozenset(
+    (
+        "world_state", "token_usage_record", "retained_context", "security_risk_score",
+        "inter_agent_communication", "inter_agent_communication_metadata", "realtime_item",
+    )
+)  # fmt: skip
+# Responses item types a pre-envelope rollout writes bare (read as rollout lines)
+BARE_ITEMS = frozenset(
+    (
+        "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+        "custom_tool_call_output", "local_shell_call", "web_search_call",
+    )
+) | _ITEM_PROGRESS  # fmt: skip
+# leading texts of the user items Codex injects (context, not typed input)
+_INJECTED = (
+    "<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
+    "<permissions instructions>", "<user_shell_command>", "<turn_aborted>",
+)  # fmt: skip
+
+
+def is_envelope(v: dict[str, Any]) -> bool:
+    """A rollout envelope line: a string ``type`` and an object ``payload``."""
+    return isinstance(v.get("type"), str) and isinstance(v.get("payload"), dict)
+
+
+def is_header(v: dict[str, Any]) -> bool:
+    """The first line of a pre-envelope rollout: ``id`` and ``timestamp``, no ``type``/``msg``,
+    and one of the session keys."""
+    return (
+        "type" not in v
+        and "msg" not in v
+        and isinstance(v.get("id"), str)
+        and isinstance(v.get("timestamp"), str)
+        and any(k in v for k in ("instructions", "git", "cwd", "originator", "cli_version"))
+    )
+
+
+def _rollout(t: str, p: dict[str, Any]) -> list[Event]:
+    if t == "session_meta":
+        out = [status("init", text_of(p.get("cli_version")))]
+        src = p.get("source")
+        sub = src.get("subagent") if isinstance(src, dict) else None
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+        if isinstance(spawn, dict) or isinstance(p.get("forked_from_id"), str):
+            # the thread starts from its parent's counter (§2.5): usage_totals counts from there
+            out[0]["continuation"] = True
+        if isinstance(spawn, dict) and isinstance(p.get("id"), str) and p["id"]:
+            info: dict[str, Any] = {"id": p["id"], "phase": "started", "type": "thread_spawn"}
+            parent = text_of(spawn.get("parent_thread_id"))
+            out.append(_with(status("subagent", parent), subagent=info))
+        return out
+    if t == "response_item":
+        return _response_item(p)
+    if t == "event_msg":
+        return _event_msg(p)
+    if t == "turn_context":
+        return [status("progress", text_of(p.get("model")))]
+    if t == "compacted":
+        message = text_of(p.get("message"))
+        return [status("compaction", message.split("\n", 1)[0] if message is not None else None)]
+    if t in _RECORD_PROGRESS:
+        return [status("progress", t)]
+    return []
+
+
+def _parts_text(content: Any, kinds: tuple[str, ...]) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        c["text"]
+        for c in content
+        if isinstance(c, dict) and c.get("type") in kinds and isinstance(c.get("text"), str)
+    )
+
+
+def _response_item(p: dict[str, Any]) -> list[Event]:
+    t = p.get("type")
+    cid = p.get("call_id")
+    if t == "message":
+        text = _parts_text(p.get("content"), ("input_text", "output_text", "text"))
+        role = p.get("role")
+        if role == "assistant":
+            r = "assistant"
+        elif role == "user" and not text.startswith(_INJECTED):
+            r = "user"
+        else:
+            r = "system"  # developer/system items and the injected user context
+        return [msg("text", r, text)]
+    if t == "reasoning":
+        text = _parts_text(p.get("summary"), ("summary_text",))
+        if not text:
+            text = _parts_text(p.get("content"), ("reasoning_text", "text"))
+        return [msg("thinking", "assistant", text)]
+    if t == "function_call":
+        return [tool_call(name_or_unknown(p.get("name")), p.get("arguments"), cid)]
+    if t == "custom_tool_call":
+        return [tool_call(name_or_unknown(p.get("name")), p.get("input"), cid)]
+    if t == "local_shell_call":
+        action = p.get("action")
+        command = action.get("command") if isinstance(action, dict) else None
+        ev = tool_call("shell", command, cid)
+        ev["providerToolName"] = "local_shell_call"
+        return [ev]
+    if t in ("function_call_output", "custom_tool_call_output"):
+        text, failed = _call_output(p.get("output"))
+        ev = tool_result("unknown", cid, failed, text)
+        return [ev]
+    if t == "web_search_call":
+        action = p.get("action")
+        iid = p.get("id")
+        text = _action_text(action) if isinstance(action, dict) else ""
+        return [tool_call("web_search", action, iid), tool_result("web_search", iid, False, text)]
+    if t in _ITEM_PROGRESS:
+        return [status("progress", t)]
+    return []
+
+
+def _call_output(out: Any) -> tuple[str, bool]:
+    """The text of a tool output and whether it failed: a JSON string ``{output, metadata}``
+    (its ``output``; failed when ``metadata.exit_code`` is not 0), a plain string, content items,
+    or an object with ``content`` and ``success``."""
+    if isinstance(out, str):
+        inner = _inner_json(out) if out.startswith("{") else None
+        if isinstance(inner, dict) and isinstance(inner.get("output"), str):
+            meta = inner.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            return inner["output"], type(code) is int and code != 0
+        return out, False
+    if isinstance(out, list):
+        return _parts_text(out, ("input_text", "output_text", "text")), False
+    if isinstance(out, dict):
+        content = out.get("content")
+        text = (
+            content
+            if isinstance(content, str)
+            else _parts_text(content, ("input_text", "output_text", "text"))
+        )
+        return text, out.get("success") is False
+    return "", False
+
+
+# the budget of a JSON document inside a tool output string
+INNER_DEPTH = 64
+INNER_NODES = 100_000
+
+
+def _inner_json(s: str) -> Any:
+    """The value of a JSON text inside a string (None when it is none or over the budget)."""
+    data = s.encode("utf-8")
+    if scan_budget(data, INNER_DEPTH, INNER_NODES) is not None:
+        return None
+    try:
+        return parse(data, s)[0]
+    except JsonError:
+        return None
+
+
+def _event_msg(p: dict[str, Any]) -> list[Event]:
+    t = p.get("type")
+    if not isinstance(t, str):
+        return []
+    if t == "token_count":
+        info = p.get("info")
+        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+            ev = _usage(info["total_token_usage"])
+            if isinstance(info.get("model"), str) and info["model"]:
+                ev["usage"]["model"] = info["model"]
+            return [ev]
+        return [status("progress", "rate_limits")]
+    if t in ("task_started", "turn_started"):
+        return [status("turn_started")]
+    if t in ("task_complete", "turn_complete"):
+        out: list[Event] = []
+        e = p.get("error")
+        if isinstance(e, dict):
+            message = text_of(e.get("message")) or "turn failed"
+            out.append(error("turn_failed", "turn_failed", message, classify(message)))
+        out.append(status("turn_completed", text_of(p.get("last_agent_message"))))
+        return out
+    if t == "turn_aborted":
+        reason = text_of(p.get("reason")) or "turn aborted"
+        kind = "quota" if reason == "budget_limited" else "semantic"
+        return [error("turn_aborted", "turn_aborted", reason, kind)]
+    if t in ("error", "stream_error"):
+        return _legacy(p)
+    if t == "patch_apply_end":
+        ok = p.get("success") is True
+        return [status("file_change", text_of(p.get("stdout") if ok else p.get("stderr")))]
+    if t == "item_completed":
+        item = p.get("item")
+        it = text_of(item.get("type")) if isinstance(item, dict) else None
+        if it == "FileChange":
+            return [status("file_change", it)]
+        if it == "Plan" and isinstance(item, dict):
+            return [status("progress", text_of(item.get("text")) or it)]
+        return [status("progress", it)]
+    if t in _EVENT_PROGRESS:
+        return [status("progress", t)]
+    return []
