@@ -534,6 +534,9 @@ fn write_event(
     if let Some(s) = rec.meta.session_id {
         o.str("sessionId", s); // d.set_item("sessionId", s)
     }
+    if let Some(s) = rec.meta.timestamp {
+        o.str("timestamp", s); // d.set_item("timestamp", s)
+    }
     if let Some(s) = rec.meta.parent_tool_use_id {
         o.str("parentToolUseId", s); // d.set_item("parentToolUseId", s)
     }
@@ -569,6 +572,15 @@ fn write_event(
     }
     if m.result_joins_messages {
         o.bool("resultJoinsMessages", true); // d.set_item("resultJoinsMessages", true)
+    }
+    if let Some(s) = m.request_id {
+        o.str("requestId", s); // d.set_item("requestId", s)
+    }
+    if let Some(s) = m.agent_id {
+        o.str("agentId", s); // d.set_item("agentId", s)
+    }
+    if m.sidechain {
+        o.bool("sidechain", true); // d.set_item("sidechain", true)
     }
     if rec.repairs > 0 {
         o.u64("repairedSurrogates", rec.repairs as u64); // d.set_item("repairedSurrogates", ..)

@@ -1,5 +1,8 @@
 //! claude: Claude Code `-p --output-format stream-json --verbose` (also Amp, Qwen Code and Grok
-//! Build's `streaming-messages-json`). Mirrors `reference/dialects/claude.py`.
+//! Build's `streaming-messages-json`), and the session files the CLI writes under
+//! `~/.claude/projects/` (docs/session-files-2026.md section 1), recognised line by line (a
+//! `parentUuid` key or an `isSidechain` boolean, or a record type only session files have).
+//! Mirrors `reference/dialects/claude.py`.
 
 use std::borrow::Cow;
 
@@ -96,7 +99,10 @@ impl Dialect for Claude {
             Some("assistant") => assistant(v, out),
             Some("user") => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
-                    content_events(m.get("content"), "user", out);
+                    // session files: text the CLI injected (skill text, a compaction's summary)
+                    let injected = v.is_true_at("isMeta") || v.is_true_at("isCompactSummary");
+                    let role = if injected { "system" } else { "user" };
+                    content_events(m.get("content"), role, out);
                 }
             }
             Some("result") => result(v, out),
@@ -109,6 +115,11 @@ impl Dialect for Claude {
                 if let Some(field) = top_progress_field(t) {
                     let text = or_str_v(v.str_at(field), t);
                     out.push(status("progress", Some(text)));
+                } else if session_progress_field(t).is_some()
+                    || matches!(t, "queue-operation" | "attachment")
+                    || (t == "progress" && v.get("data").is_some_and(Value::is_object))
+                {
+                    out.push(session_record(v, t));
                 }
             }
             None => {}
@@ -117,9 +128,16 @@ impl Dialect for Claude {
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
         let t = v.str_at("type");
+        // a sub-agent's progress in its parent (session files)
+        let data = v
+            .get("data")
+            .filter(|d| t == Some("progress") && d.is_object());
         let mut m = LineMeta {
-            session_id: v.str_at("session_id"),
-            parent_tool_use_id: v.str_at("parent_tool_use_id"),
+            session_id: v.str_at("session_id").or_else(|| v.str_at("sessionId")),
+            timestamp: nonempty(v.get("timestamp")),
+            parent_tool_use_id: v
+                .str_at("parent_tool_use_id")
+                .or_else(|| data.and(v.str_at("parentToolUseID"))),
             native_type: t,
             model_call_id: v
                 .get("message")
@@ -132,6 +150,10 @@ impl Dialect for Claude {
             m.result_text = Some(v.str_at("result")); // None: reports no text
             m.structured_output = v.get("structured_output");
         }
+        m.request_id = nonempty(v.get("requestId"));
+        m.agent_id = nonempty(v.get("agentId"))
+            .or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
+        m.sidechain = v.is_true_at("isSidechain");
         m
     }
 }
@@ -266,8 +288,128 @@ fn or_str_v<'v>(text: Option<&'v str>, fallback: &'v str) -> Text<'v> {
     }
 }
 
+/// A conversation line of a session file (its envelope), not of stream-json.
+fn is_session_line(v: &Value<'_>) -> bool {
+    v.has("parentUuid") || matches!(v.get("isSidechain"), Some(Value::Bool(_)))
+}
+
+/// Session-file record types that are progress notes: the field that gives their text (`None`:
+/// the type itself).
+fn session_progress_field(t: &str) -> Option<Option<&'static str>> {
+    Some(match t {
+        "summary" => Some("summary"),
+        "permission-mode" => Some("permissionMode"),
+        "ai-title" => Some("aiTitle"),
+        "custom-title" => Some("customTitle"),
+        "last-prompt" => Some("lastPrompt"),
+        "agent-name" => Some("agentName"),
+        "mode" => Some("mode"),
+        "tag" => Some("tag"),
+        "file-history-snapshot" | "pr-link" | "content-replacement" | "saved_hook_context" => None,
+        _ => return None,
+    })
+}
+
+/// `progress`, `queue-operation`, `attachment` and the metadata records of a session file.
+fn session_record<'v>(v: &'v Value<'v>, t: &'v str) -> Event<'v> {
+    let text = match t {
+        // never the embedded sub-agent message or its usage
+        "progress" => or_str_v(v.get("data").and_then(|d| nonempty(d.get("type"))), t),
+        "queue-operation" => {
+            let op = or_str_v(nonempty(v.get("operation")), t);
+            match nonempty(v.get("content")) {
+                Some(c) => Cow::Owned(format!("{op}: {c}")),
+                None => op,
+            }
+        }
+        "attachment" => or_str_v(
+            v.get("attachment")
+                .filter(|a| a.is_object())
+                .and_then(|a| nonempty(a.get("type"))),
+            t,
+        ),
+        _ => or_str_v(
+            session_progress_field(t)
+                .flatten()
+                .and_then(|f| nonempty(v.get(f))),
+            t,
+        ),
+    };
+    status("progress", Some(text))
+}
+
+/// A session file's `system/api_error`: one retry attempt of a failed request (the CLI retries
+/// after `retryInMs`), not a terminal failure.
+fn session_api_error<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let err = v.get("error");
+    let (message, http, connection) = match err {
+        Some(e) if e.is_object() => (
+            nonempty(e.get("message")).or_else(|| nonempty(e.get("formatted"))),
+            e.get("status"),
+            !matches!(e.get("connection"), None | Some(Value::Null | Value::Bool(false)))
+                || e.is_true_at("isNetworkDown"),
+        ),
+        e => (nonempty(e), None, false),
+    };
+    let message = message.unwrap_or("api error");
+    let message = match v.get("retryAttempt") {
+        Some(Value::Int(attempt)) => {
+            let most = match v.get("maxRetries") {
+                Some(Value::Int(most)) => format!("/{most}"),
+                _ => String::new(),
+            };
+            Cow::Owned(format!("api retry {attempt}{most}: {message}"))
+        }
+        _ => Cow::Borrowed(message),
+    };
+    let kind = match http {
+        Some(Value::Int(_)) => http_kind(http),
+        _ => None,
+    };
+    let kind = kind.unwrap_or_else(|| {
+        if connection {
+            "transport"
+        } else {
+            classify(&message)
+        }
+    });
+    let mut ev = error("retry", "api_error", message, kind);
+    ev.x().retry = true;
+    if let (Some(Value::Int(ms @ 0..)), "quota" | "transport") = (v.get("retryInMs"), kind) {
+        ev.retry_after_ms = u64::try_from(*ms).ok();
+    }
+    ev
+}
+
+/// The `system` subtypes only session files write (`false`: the stream-json rules apply).
+fn session_system<'v>(v: &'v Value<'v>, native: Option<&'v str>, out: &mut Vec<Event<'v>>) -> bool {
+    let ev = match native {
+        Some("api_error") => session_api_error(v),
+        Some("microcompact_boundary") => status("compaction", Some(Cow::Borrowed("microcompact"))),
+        Some("turn_duration") => status("turn_completed", None),
+        Some(n)
+            if progress_field(n).is_some()
+                || system_subtype(n).is_some()
+                || matches!(n, "status" | "api_retry") =>
+        {
+            return false
+        }
+        _ => {
+            let text = nonempty(v.get("content"))
+                .or(native.filter(|n| !n.is_empty()))
+                .unwrap_or("system");
+            status("progress", Some(Cow::Borrowed(text)))
+        }
+    };
+    out.push(ev);
+    true
+}
+
 fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let native = v.str_at("subtype");
+    if is_session_line(v) && session_system(v, native, out) {
+        return;
+    }
     match native {
         Some("thinking_tokens") => {
             out.push(status("progress", Some(Cow::Borrowed("thinking_tokens"))));
@@ -294,7 +436,13 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     };
     // task_notification reports its result as `summary`
     let text = v.str_at("description").filter(|d| !d.is_empty());
-    let text = text.or_else(|| v.str_at("summary"));
+    let mut text = text.or_else(|| v.str_at("summary"));
+    if sub == "compaction" && text.is_none_or(str::is_empty) {
+        // a session file's compact_boundary: its trigger
+        if let Some(cm) = v.get("compactMetadata").filter(|c| c.is_object()) {
+            text = cm.str_at("trigger");
+        }
+    }
     let mut ev = status(sub, text.map(Cow::Borrowed));
     if sub == "compaction" {
         ev = compaction_tokens(ev, v);
@@ -454,7 +602,11 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let code: Text<'v> = Cow::Borrowed(native_error.unwrap_or("api_error"));
         let text = content_text(m.get("content"));
         let text = if text.is_empty() { code.clone() } else { text };
-        let kind = assistant_error_kind(&code).unwrap_or_else(|| classify(&text));
+        // session files: the HTTP status decides first
+        let http = v.get("apiErrorStatus").filter(|h| matches!(h, Value::Int(_)));
+        let kind = http_kind(http)
+            .or_else(|| assistant_error_kind(&code))
+            .unwrap_or_else(|| classify(&text));
         out.push(error("api_error", code, text, kind));
         return;
     }
