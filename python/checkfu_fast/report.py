@@ -104,7 +104,10 @@ def table(totals: dict[str, Any], by: str, files: int) -> str:
     if any(r["source"] == "partial" for r in [*totals[key].values(), t]):
         out.append("* the cost covers only some usage readings (the others had none from the CLI)")
     if any(r["source"] == "absent" for r in totals[key].values()):
-        out.append("- the CLI reported no cost (codex and cursor never do); none is estimated")
+        out.append(
+            "- the CLI reported no cost (codex, cursor and claude session files never do); "
+            "none is estimated"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -151,8 +151,8 @@ impl Dialect for Claude {
             m.structured_output = v.get("structured_output");
         }
         m.request_id = nonempty(v.get("requestId"));
-        m.agent_id = nonempty(v.get("agentId"))
-            .or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
+        m.agent_id =
+            nonempty(v.get("agentId")).or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
         m.sidechain = v.is_true_at("isSidechain");
         m
     }
@@ -346,8 +346,10 @@ fn session_api_error<'v>(v: &'v Value<'v>) -> Event<'v> {
         Some(e) if e.is_object() => (
             nonempty(e.get("message")).or_else(|| nonempty(e.get("formatted"))),
             e.get("status"),
-            !matches!(e.get("connection"), None | Some(Value::Null | Value::Bool(false)))
-                || e.is_true_at("isNetworkDown"),
+            !matches!(
+                e.get("connection"),
+                None | Some(Value::Null | Value::Bool(false))
+            ) || e.is_true_at("isNetworkDown"),
         ),
         e => (nonempty(e), None, false),
     };
@@ -603,7 +605,9 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let text = content_text(m.get("content"));
         let text = if text.is_empty() { code.clone() } else { text };
         // session files: the HTTP status decides first
-        let http = v.get("apiErrorStatus").filter(|h| matches!(h, Value::Int(_)));
+        let http = v
+            .get("apiErrorStatus")
+            .filter(|h| matches!(h, Value::Int(_)));
         let kind = http_kind(http)
             .or_else(|| assistant_error_kind(&code))
             .unwrap_or_else(|| classify(&text));
@@ -801,4 +805,73 @@ fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
         Cow::Owned(format!("rate_limit {s}"))
     });
     out.push(status("progress", Some(text)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        crate::dialect::check_line(&Claude, line, check);
+    }
+
+    #[test]
+    fn session_api_error_is_a_retry_notice() {
+        run(
+            r#"{"parentUuid":"p","isSidechain":false,"type":"system","subtype":"api_error","error":{"message":"529 overloaded","status":529},"retryInMs":601,"retryAttempt":1,"maxRetries":10}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(
+                    e.map(|e| (e.kind, e.subtype.as_ref())),
+                    Some(("error", "retry"))
+                );
+                let info = e.and_then(|e| e.error.as_ref());
+                assert_eq!(info.map(|i| i.kind), Some("transport"));
+                assert_eq!(
+                    info.map(|i| i.message.as_ref()),
+                    Some("api retry 1/10: 529 overloaded")
+                );
+                assert_eq!(e.and_then(|e| e.retry_after_ms), Some(601));
+            },
+        );
+    }
+
+    #[test]
+    fn stream_system_subtypes_stay_unknown_without_the_envelope() {
+        // a stream-json line with a new subtype: nothing (status/unknown), as before
+        run(r#"{"type":"system","subtype":"turn_duration"}"#, |ev| {
+            assert!(ev.is_empty())
+        });
+        run(
+            r#"{"type":"system","subtype":"turn_duration","parentUuid":null,"durationMs":5}"#,
+            |ev| {
+                assert_eq!(
+                    ev.first().map(|e| e.subtype.as_ref()),
+                    Some("turn_completed")
+                )
+            },
+        );
+    }
+
+    #[test]
+    fn progress_is_never_expanded_and_meta_reads_the_session_envelope() {
+        let line = r#"{"parentUuid":"p","isSidechain":true,"agentId":"a1","sessionId":"s","type":"progress","data":{"type":"agent_progress","agentId":"a2","message":{"type":"assistant","message":{"usage":{"input_tokens":3}}}},"parentToolUseID":"toolu_1","requestId":"req_1","timestamp":"2026-08-20T10:22:13.010Z"}"#;
+        run(line, |ev| {
+            assert_eq!(ev.len(), 1);
+            assert_eq!(
+                ev.first().and_then(|e| e.text.as_deref()),
+                Some("agent_progress")
+            );
+        });
+        let Ok((v, _)) = crate::parse::parse(line) else {
+            panic!("bad test json")
+        };
+        let m = Claude.meta(&v);
+        assert_eq!(m.session_id, Some("s"));
+        assert_eq!(m.timestamp, Some("2026-08-20T10:22:13.010Z"));
+        assert_eq!(m.parent_tool_use_id, Some("toolu_1"));
+        assert_eq!(m.agent_id, Some("a1"));
+        assert_eq!(m.request_id, Some("req_1"));
+        assert!(m.sidechain);
+    }
 }

@@ -154,7 +154,8 @@ def _session_record(v: dict[str, Any], t: str) -> list[Event]:
         return [status("progress", f"{op}: {content}" if content is not None else op)]
     if t == "attachment":
         a = v.get("attachment")
-        return [status("progress", (_nonempty(a.get("type")) if isinstance(a, dict) else None) or t)]
+        kind = _nonempty(a.get("type")) if isinstance(a, dict) else None
+        return [status("progress", kind or t)]
     field = _SESSION_PROGRESS[t]
     text = _nonempty(v.get(field)) if field is not None else None
     return [status("progress", text or t)]
@@ -183,7 +184,7 @@ def _session_api_error(v: dict[str, Any]) -> Event:
     ev = error("retry", "api_error", message, kind)
     ev["retry"] = True
     delay = v.get("retryInMs")
-    if kind in ("quota", "transport") and is_int(delay) and 0 <= cast(int, delay):
+    if kind in ("quota", "transport") and is_int(delay) and cast(int, delay) >= 0:
         ev["retryAfterMs"] = delay
     return ev
 
