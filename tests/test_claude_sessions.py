@@ -237,3 +237,26 @@ def test_mapping_meta_timestamp(impl, tmp_path):
     assert list(events[0])[list(events[0]).index("sessionId") + 1] == "timestamp"
     assert events[0]["timestamp"] == "2026-01-02T03:04:05Z"
     assert "timestamp" not in events[1]  # not a string
+
+
+@IMPLS
+@pytest.mark.parametrize(
+    ("text", "at"),
+    [
+        ("Claude AI usage limit reached|1784028330", "2026-07-14T11:25:30Z"),
+        ("Claude AI usage limit reached|", None),
+        ("Claude AI usage limit reached|12a", None),
+        ("Claude AI usage limit reached|1234567890123", None),  # 13 digits
+        ("You've hit your limit · resets 3pm (UTC)", None),  # no date: nothing is guessed
+    ],
+)
+def test_old_limit_text_gives_the_reset_time(impl, text, at):
+    line = {
+        "type": "assistant",
+        "isApiErrorMessage": True,
+        "error": "rate_limit",
+        "message": {"model": "<synthetic>", "content": [{"type": "text", "text": text}]},
+    }
+    (ev,) = impl.normalize(json.dumps(line).encode())
+    assert ev["error"]["errorKind"] == "quota"
+    assert ev.get("retryAt") == at

@@ -611,7 +611,12 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let kind = http_kind(http)
             .or_else(|| assistant_error_kind(&code))
             .unwrap_or_else(|| classify(&text));
-        out.push(error("api_error", code, text, kind));
+        let at = pipe_epoch(&text);
+        let mut ev = error("api_error", code, text, kind);
+        if kind == "quota" && ev.retry_at.is_none() {
+            ev.retry_at = at;
+        }
+        out.push(ev);
         return;
     }
     content_events(m.get("content"), "assistant", out);
@@ -620,6 +625,20 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         ev.message_id = m.str_at("id");
         out.push(ev);
     }
+}
+
+/// Old builds' limit text `Claude AI usage limit reached|<epoch seconds>`: the reset time.
+fn pipe_epoch(text: &str) -> Option<String> {
+    let (head, tail) = text.rsplit_once('|')?;
+    if !head.to_ascii_lowercase().contains("limit reached")
+        || tail.is_empty()
+        || tail.len() > 12
+        || !tail.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let secs: i128 = tail.parse().ok()?;
+    crate::retry::format_ms(secs * 1000)
 }
 
 fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
@@ -813,6 +832,27 @@ mod tests {
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
         crate::dialect::check_line(&Claude, line, check);
+    }
+
+    #[test]
+    fn old_limit_text_gives_the_reset_time() {
+        run(
+            r#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Claude AI usage limit reached|1784028330"}]}}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(
+                    e.and_then(|e| e.error.as_ref()).map(|i| i.kind),
+                    Some("quota")
+                );
+                assert_eq!(
+                    e.and_then(|e| e.retry_at.as_deref()),
+                    Some("2026-07-14T11:25:30Z")
+                );
+            },
+        );
+        assert_eq!(pipe_epoch("usage limit reached|"), None);
+        assert_eq!(pipe_epoch("limit reached|12a"), None);
+        assert_eq!(pipe_epoch("no limit|123"), None);
     }
 
     #[test]

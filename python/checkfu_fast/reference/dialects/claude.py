@@ -27,6 +27,7 @@ from ..events import (
     tool_result,
     usage,
 )
+from ..retry import format_ms
 
 NAME = "claude"
 
@@ -472,7 +473,11 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
             or _ASSISTANT_ERROR_KINDS.get(code)
             or classify(text)
         )
-        return [error("api_error", code, text, kind)]
+        ev = error("api_error", code, text, kind)
+        at = _pipe_epoch(text) if kind == "quota" and "retryAt" not in ev else None
+        if at is not None:
+            ev["retryAt"] = at
+        return [ev]
     out = content_events(m.get("content"), "assistant")
     if "usage" in m:
         ev = claude_usage("message", model, m.get("usage"))
@@ -480,6 +485,17 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
             ev["messageId"] = m["id"]
         out.append(ev)
     return out
+
+
+def _pipe_epoch(text: str) -> str | None:
+    """Old builds' limit text ``Claude AI usage limit reached|<epoch seconds>``: the reset time."""
+    head, sep, tail = text.rpartition("|")
+    low = head.encode("utf-8", "replace").lower()
+    if not sep or b"limit reached" not in low or not 0 < len(tail) <= 12:
+        return None
+    if not all("0" <= c <= "9" for c in tail):
+        return None
+    return format_ms(int(tail) * 1000)
 
 
 def _user(v: dict[str, Any]) -> list[Event]:
