@@ -257,6 +257,6 @@ def test_old_limit_text_gives_the_reset_time(impl, text, at):
         "error": "rate_limit",
         "message": {"model": "<synthetic>", "content": [{"type": "text", "text": text}]},
     }
-    (ev,) = impl.normalize(json.dumps(line).encode())
+    (ev,) = impl.normalize(json.dumps(line).encode(), "claude")
     assert ev["error"]["errorKind"] == "quota"
     assert ev.get("retryAt") == at
