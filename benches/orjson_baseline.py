@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from checkfu_fast.reference import _LINE_ORDER, UNKNOWN, _finish, check_options
+from checkfu_fast.reference import _LINE_HEAD, _LINE_ORDER, UNKNOWN, _finish, check_options
 from checkfu_fast.reference import Normalizer as _RefNormalizer
 from checkfu_fast.reference.dialects import IMPLEMENTED
 from checkfu_fast.reference.events import classify_tools
@@ -116,7 +116,10 @@ def normalize(
         events = module.map_line(value) or [UNKNOWN]
         classify_tools(events)  # the reference's generic pass after the dialect
         m = module.meta(value)
-        line_meta = {k: x for k, x in m.items() if k not in _LINE_ORDER}
+        line_meta = {k: m[k] for k in _LINE_HEAD if k in m}
+        line_meta.update(
+            (k, x) for k, x in m.items() if k not in _LINE_ORDER and k not in _LINE_HEAD
+        )
         nt = module.native_type(value) if hasattr(module, "native_type") else value.get("type")
         if isinstance(nt, str):
             line_meta["nativeType"] = nt

@@ -208,6 +208,12 @@ pub struct LineMeta<'v> {
     pub partial: bool,
     /// The result text joins every agent message of the turn (not only the final answer).
     pub result_joins_messages: bool,
+    /// claude session files: the API request id of an assistant line (`requestId`).
+    pub request_id: Option<&'v str>,
+    /// claude session files: the sub-agent a line belongs to (`agentId`).
+    pub agent_id: Option<&'v str>,
+    /// claude session files: a sidechain (sub-agent) line (`isSidechain: true`).
+    pub sidechain: bool,
 }
 
 pub fn name_or_unknown<'v>(v: Option<&'v Value<'v>>) -> Text<'v> {

@@ -573,6 +573,15 @@ fn write_event(
     if m.result_joins_messages {
         o.bool("resultJoinsMessages", true); // d.set_item("resultJoinsMessages", true)
     }
+    if let Some(s) = m.request_id {
+        o.str("requestId", s); // d.set_item("requestId", s)
+    }
+    if let Some(s) = m.agent_id {
+        o.str("agentId", s); // d.set_item("agentId", s)
+    }
+    if m.sidechain {
+        o.bool("sidechain", true); // d.set_item("sidechain", true)
+    }
     if rec.repairs > 0 {
         o.u64("repairedSurrogates", rec.repairs as u64); // d.set_item("repairedSurrogates", ..)
     }

@@ -137,6 +137,7 @@ struct SubagentSpec {
 /// The line extras of `meta`.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct LineSpec {
+    timestamp: Option<Str>,
     model_call_id: Option<Str>,
     native_id: Option<Str>,
     stop_reason: Option<Str>,
@@ -152,8 +153,9 @@ const TOOL_CLASSES: [&str; 3] = ["shell", "filesystem", "mcp"];
 const PHASES: [&str; 3] = ["spawned", "started", "ended"];
 const FILE_EVENTS: [&str; 3] = ["create", "modify", "delete"];
 const DISPOSITIONS: [&str; 3] = ["completed", "failed", "canceled"];
-const META_KEYS: [&str; 11] = [
+const META_KEYS: [&str; 12] = [
     "sessionId",
+    "timestamp",
     "nativeType",
     "modelCallId",
     "nativeId",
@@ -239,6 +241,7 @@ fn line_spec(m: &Value<'_>) -> R<LineSpec> {
     let at = "/meta";
     let cond_at = |k: &str| m.get(k).map(|c| cond(c, &format!("{at}/{k}"))).transpose();
     Ok(LineSpec {
+        timestamp: opt_ptrs(m, "timestamp", at)?,
         model_call_id: opt_ptrs(m, "modelCallId", at)?,
         native_id: opt_ptrs(m, "nativeId", at)?,
         stop_reason: opt_ptrs(m, "stopReason", at)?,
@@ -660,6 +663,7 @@ impl Mapping {
         let first = |ptrs: &[Pointer]| ptrs.iter().find_map(|p| resolve(v, p));
         LineMeta {
             session_id: string_ref(self.session_id.as_ref(), v),
+            timestamp: string_ref(l.timestamp.as_ref(), v),
             native_type,
             model_call_id: string_ref(l.model_call_id.as_ref(), v),
             native_id: string_ref(l.native_id.as_ref(), v),

@@ -89,6 +89,9 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         {
             return Some(AnyDialect::Claude);
         }
+        if claude_session(t, v) {
+            return Some(AnyDialect::Claude);
+        }
         if t == "system" && v.str_eq("subtype", "init") {
             // `apiKeySource` is no tell: cursor's init has it too
             return Some(if CLAUDE_INIT_TELLS.iter().any(|k| v.has(k)) {
@@ -122,6 +125,29 @@ pub fn sniff(v: &Value<'_>) -> Option<AnyDialect> {
         return Some(AnyDialect::Grok);
     }
     mapped(v)
+}
+
+/// A claude session-file line: its envelope (`parentUuid`, `isSidechain`) or a record type only
+/// session files write (docs/session-files-2026.md section 1.4).
+fn claude_session(t: &str, v: &Value<'_>) -> bool {
+    v.has("parentUuid")
+        || matches!(v.get("isSidechain"), Some(Value::Bool(_)))
+        || matches!(
+            t,
+            "summary"
+                | "file-history-snapshot"
+                | "queue-operation"
+                | "permission-mode"
+                | "ai-title"
+                | "custom-title"
+                | "last-prompt"
+                | "agent-name"
+                | "pr-link"
+                | "attachment"
+                | "content-replacement"
+                | "saved_hook_context"
+        )
+        || (t == "progress" && v.get("data").is_some_and(Value::is_object))
 }
 
 /// opencode, pi and grok tells, tried after the older dialects' own.

@@ -67,10 +67,32 @@ def test_by_model_json(capsys):
     assert doc["total"]["inputTokens"] == 201826  # the modelUsage sum (the run's counter)
 
 
-def test_by_day_is_refused_because_events_carry_no_time(capsys):
-    rc, out, err = run(["report", "--by", "day", str(SAMPLES)], capsys)
-    assert rc == 2 and out == ""
-    assert "timestamp" in err
+def test_by_day_groups_by_the_utc_day_of_the_timestamp(capsys):
+    sessions = ROOT / "docs" / "examples-sessions"
+    paths = [str(sessions / "claude-session.jsonl"), str(sessions / "claude-subagent.jsonl")]
+    rc, out, _ = run(["report", "--by", "day", "--json", *paths], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    # every line of both files is of 2026-08-20 (UTC); the totals are the hand-computed ones
+    assert list(doc["byDay"]) == ["2026-08-20"]
+    day = doc["byDay"]["2026-08-20"]
+    assert (day["inputTokens"], day["outputTokens"], day["cachedTokens"]) == (117103, 1330, 102370)
+    assert doc["total"] == {**day}
+    rc, table, _ = run(["report", "--by", "day", *paths], capsys)
+    assert table.splitlines()[0].startswith("Day (UTC)")
+    assert "2 file(s), 1 day" in table and "unknown" not in table
+
+
+def test_by_day_puts_events_without_timestamp_in_unknown(capsys):
+    # the shipped stream samples: claude stream-json lines of these builds carry no timestamp
+    rc, out, _ = run(["report", "--by", "day", "--json", str(SAMPLES)], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    assert list(doc["byDay"])[-1] == "unknown"
+    summed = sum(d["inputTokens"] for d in doc["byDay"].values())
+    assert summed == doc["total"]["inputTokens"]
+    _, table, _ = run(["report", "--by", "day", str(SAMPLES)], capsys)
+    assert "unknown: usage whose event has no timestamp" in table
 
 
 def test_directories_recursive_sorted_and_filtered(tmp_path):
@@ -154,7 +176,7 @@ def test_cli_subprocess_help_lists_report():
     assert "--by" in out and "--json" in out
 
 
-@pytest.mark.parametrize("by", ["session", "model"])
+@pytest.mark.parametrize("by", ["session", "model", "day"])
 def test_table_totals_row_matches_json(capsys, by):
     _, out, _ = run(["report", "--by", by, str(SAMPLES)], capsys)
     _, js, _ = run(["report", "--by", by, "--json", str(SAMPLES)], capsys)

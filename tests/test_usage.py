@@ -207,3 +207,13 @@ def test_totals_invariant_to_repeating_a_message_usage_line(path, data):
     repeated = lines[:where] + [lines[i]] * times + lines[where:]
     # Placed anywhere after the original (CLIs repeat a message on later lines).
     assert usage_totals(normalize(b"\n".join(repeated))) == usage_totals(normalize(raw))
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in GOLDENS if "ccusageByModel" in p.read_text()], ids=lambda p: p.name
+)
+def test_session_file_totals_equal_the_ccusage_rule(path):
+    """Session files report no total: regen.py's independent reader applies ccusage's rule."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    by_model = {m: {k: t[k] for k in TOKENS} for m, t in doc["totals"]["byModel"].items()}
+    assert by_model == doc["ccusageByModel"]

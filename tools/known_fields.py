@@ -59,6 +59,8 @@ RULES: dict[str, list[tuple[str, str]]] = {
         (r"^(/permission_denials/\*/tool_input)/.*", r"\1/**"),
         (r"^(/deferred_tool_use/input)/.*", r"\1/**"),
         (r"^(/event/content_block/input|/event/message/content)/.*", r"\1/**"),
+        # session files: tool results, sub-agent progress and undo backups are free-form
+        (r"^(/(toolUseResult|data/message|snapshot/trackedFileBackups))/.*", r"\1/**"),
     ],
     "codex": [
         (r"^/item/agents_states/[^/]+", "/item/agents_states/*"),

@@ -21,10 +21,8 @@ from .usage import UsageFold
 
 CHUNK = 1 << 20
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".jsonl.zst")
-NO_TIME = (
-    "--by day needs the time of each event, and events/v1 events carry no timestamp field "
-    "(docs/usage.md, Known gaps); use --by session or --by model"
-)
+_KEYS = {"session": "bySession", "model": "byModel", "day": "byDay"}
+_HEADS = {"session": ["Session", "Dialect"], "model": ["Model"], "day": ["Day (UTC)"]}
 
 
 def add_arguments(r: Any) -> None:
@@ -94,9 +92,8 @@ def _cells(t: dict[str, Any]) -> list[str]:
 
 def table(totals: dict[str, Any], by: str, files: int) -> str:
     """The human table: one row per session (or model), then the total."""
-    key = "bySession" if by == "session" else "byModel"
-    head = ["Session", "Dialect"] if by == "session" else ["Model"]
-    head += ["Input", "Output", "Reasoning", "Cached", "Cost (USD)"]
+    key = _KEYS[by]
+    head = _HEADS[by] + ["Input", "Output", "Reasoning", "Cached", "Cost (USD)"]
     if by == "session":
         head.append("Ending")
     rows = []
@@ -123,13 +120,17 @@ def table(totals: dict[str, Any], by: str, files: int) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     out = [line(head), rule, *map(line, rows), rule, line(total)]
-    unit = "session" if by == "session" else "model"
     count = len(totals[key])
-    out.append(f"{files} file(s), {count} {unit}{'s' if count != 1 else ''}")
+    out.append(f"{files} file(s), {count} {by}{'s' if count != 1 else ''}")
+    if by == "day" and "unknown" in totals[key]:
+        out.append("unknown: usage whose event has no timestamp (stream formats rarely give one)")
     if any(r["source"] == "partial" for r in [*totals[key].values(), t]):
         out.append("* the cost covers only some usage readings (the others had none from the CLI)")
     if any(r["source"] == "absent" for r in totals[key].values()):
-        out.append("- the CLI reported no cost (codex and cursor never do); none is estimated")
+        out.append(
+            "- the CLI reported no cost (codex, cursor and claude session files never do); "
+            "none is estimated"
+        )
     ends = t["endings"]
     if by == "session" and (ends["empty"] or ends["failed"]):
         out.append(
@@ -140,9 +141,6 @@ def table(totals: dict[str, Any], by: str, files: int) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.by == "day":
-        print(f"checkfu-fast report: {NO_TIME}", file=sys.stderr)
-        return 2
     fold = UsageFold()
     status = files = 0
     for name in iter_files(args.paths):
@@ -157,9 +155,9 @@ def main(args: argparse.Namespace) -> int:
             fold.end_stream()
             print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
             status = 1
-    totals = fold.totals()
+    totals = fold.totals(by_day=args.by == "day")
     if args.json:
-        key = "bySession" if args.by == "session" else "byModel"
+        key = _KEYS[args.by]
         doc = {"files": files, "total": totals["total"], key: totals[key]}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

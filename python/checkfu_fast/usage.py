@@ -7,6 +7,11 @@ Only event fields are read (``kind``, ``usage``, ``usageScope``/``subtype``, ``m
 - ``message`` usage is one API response: lines with the same ``messageId`` (claude repeats it on
   every content-block line, with growing ``output_tokens``) count once, with the largest value of
   each count; usage without a ``messageId`` counts as given.
+- ``message`` usage with a ``requestId`` (claude session files, which repeat a response's usage
+  on each of its content-block lines and copy earlier conversations into resumed sessions' files)
+  is deduplicated across every stream of the fold by ``messageId`` (else ``requestId``): the
+  reading of a main-conversation line beats a sidechain (``sidechain``) one, then the largest
+  ``outputTokens``, then the largest ``inputTokens`` (docs/session-files-2026.md 1.5).
 - ``turn`` usage is one step: summed.
 - ``cumulative`` usage is a running counter (one per session): it covers every message and turn
   usage of its session before it in the stream (they are dropped, not added to it); a later
@@ -31,16 +36,21 @@ Each stream also has one ending, from its last outcome event (docs/usage.md, End
 error, max turns, an interrupt, or a transient retry with no outcome after it; whatever the
 exit status was) or ``none`` (no outcome at all).
 
-:class:`UsageFold` folds many streams in bounded memory (state per session and per model, the
-``messageId`` table of the current stream only); :func:`usage_totals` folds one stream.
+:class:`UsageFold` folds many streams in bounded memory (state per session, model and day, the
+``messageId`` table of the current stream, and one reading per distinct session-file message);
+:func:`usage_totals` folds one stream. ``byDay`` (``totals(by_day=True)``) groups readings by the
+UTC day of their event's ``timestamp`` (``unknown`` without one; a cumulative counter counts on
+the day of its last reading).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
-__all__ = ["SESSION_CUMULATIVE", "UsageFold", "usage_totals"]
+__all__ = ["SESSION_CUMULATIVE", "UsageFold", "usage_totals", "utc_day"]
 
 # Dialects whose cumulative counter runs across resumes of the same session (formats-2026 X6).
 SESSION_CUMULATIVE = frozenset({"codex"})
@@ -63,16 +73,46 @@ NON_TERMINAL_ERRORS = frozenset(
 )
 
 
-class _Rec:
-    """One usage reading: token counts (``None`` when the line had none), cost, model."""
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
 
-    __slots__ = ("cachedTokens", "costUsd", "inputTokens", "model", "outputTokens", "reasoning")
+
+def utc_day(ts: Any) -> str:
+    """The UTC day (``YYYY-MM-DD``) of an RFC 3339 timestamp, else ``"unknown"``."""
+    m = _RFC3339.fullmatch(ts) if isinstance(ts, str) else None
+    if m is None:
+        return _UNKNOWN
+    y, mo, d, h, mi, sec = (int(x) for x in m.groups()[:6])
+    try:
+        t = datetime(y, mo, d, h, mi, min(sec, 59), tzinfo=timezone.utc)
+    except ValueError:
+        return _UNKNOWN
+    if m.group(8) is not None:  # a numeric offset: local time = UTC + offset
+        off = timedelta(hours=int(m.group(9)), minutes=int(m.group(10)))
+        t = t - off if m.group(8) == "+" else t + off
+    return t.strftime("%Y-%m-%d") if 1 <= t.year <= 9999 else _UNKNOWN
+
+
+class _Rec:
+    """One usage reading: token counts (``None`` when the line had none), cost, model, day."""
+
+    __slots__ = (
+        "cachedTokens",
+        "costUsd",
+        "day",
+        "inputTokens",
+        "model",
+        "outputTokens",
+        "reasoning",
+    )
     # set through setattr over _COUNTS in __init__: a count (int or float) or None
     inputTokens: int | float | None
     outputTokens: int | float | None
     cachedTokens: int | float | None
 
-    def __init__(self, usage: dict[str, Any], reasoning: Any = None) -> None:
+    def __init__(self, usage: dict[str, Any], reasoning: Any = None, day: str = _UNKNOWN) -> None:
+        self.day = day
         model = usage.get("model")
         self.model: str = model if isinstance(model, str) else _UNKNOWN
         known = not usage.get("unknown")
@@ -92,11 +132,21 @@ class _Rec:
                 setattr(self, k, b)
         if self.model == _UNKNOWN:
             self.model = other.model
+        if self.day == _UNKNOWN:
+            self.day = other.day
+
+    def rank(self, sidechain: bool) -> tuple[bool, int | float, int | float]:
+        """Which copy of a session-file message counts: main over sidechain, then the largest
+        output, then the largest input."""
+        out = self.outputTokens if self.outputTokens is not None else -1
+        inp = self.inputTokens if self.inputTokens is not None else -1
+        return (not sidechain, out, inp)
 
     def minus(self, base: _Rec) -> _Rec:
         """Componentwise ``self - base`` (never below 0): what a counter adds to a baseline."""
         out = _Rec({})
         out.model = self.model
+        out.day = self.day
         for k in _FIELDS:
             a, b = getattr(self, k), getattr(base, k)
             setattr(out, k, a if a is None or b is None else max(a - b, 0))
@@ -117,6 +167,7 @@ _FIELDS = (*_COUNTS, "costUsd", "reasoning")
 def _sum(recs: list[_Rec]) -> _Rec:
     out = _Rec({})
     for r in recs:
+        out.day = r.day
         for k in _FIELDS:
             a, b = getattr(out, k), getattr(r, k)
             setattr(out, k, b if a is None else a if b is None else a + b)
@@ -233,6 +284,9 @@ class UsageFold:
         self._burst: dict[str, str | None] = {}
         self._continued: set[str] = set()
         self._model: str | None = None
+        self._days: dict[str, _Acc] = {}
+        # session-file messages, across streams: key -> (reading, session, dialect, sidechain)
+        self._files: dict[str, tuple[_Rec, str | None, str, bool]] = {}
         self._scopes: dict[str | None, _Scope] | None = None
         self._current: str | None = None
         self._first: str | None = None
@@ -286,9 +340,15 @@ class UsageFold:
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
         scope_name = ev.get("usageScope", ev.get("subtype"))
-        rec = _Rec(ev["usage"], ev.get("reasoningTokens"))
+        rec = _Rec(ev["usage"], ev.get("reasoningTokens"), utc_day(ev.get("timestamp")))
         if rec.model == _UNKNOWN and self._model and dialect in SESSION_CUMULATIVE:
             rec.model = self._model
+        req = ev.get("requestId")
+        if scope_name == "message" and isinstance(req, str):
+            mid = ev.get("messageId")
+            key = "m:" + mid if isinstance(mid, str) else "r:" + req
+            self._file_message(key, rec, dialect, ev.get("sidechain") is True)
+            return
         scope = self._scopes.get(self._current)
         if scope is None:
             scope = self._scopes[self._current] = _Scope(dialect)
@@ -331,6 +391,14 @@ class UsageFold:
         elif kind == "error" and ev.get("retry") is True and self._ending == "none":
             self._ending = "retrying"  # failed, unless an outcome follows
 
+    def _file_message(self, key: str, rec: _Rec, dialect: str, sidechain: bool) -> None:
+        """A session file's message usage: the best copy of each message counts, whatever
+        stream it came in (its session: the stream's current one)."""
+        seen = self._files.get(key)
+        if seen is None or rec.rank(sidechain) > seen[0].rank(seen[3]):
+            session = self._current if self._current is not None else self._first
+            self._files[key] = (rec, session, dialect, sidechain)
+
     def _session_counter(self, sid: str, dialect: str, rec: _Rec, ts: str | None) -> None:
         self._session_dialect.setdefault(sid, dialect)
         if sid in self._continued:
@@ -354,6 +422,8 @@ class UsageFold:
             self._session_counters[sid] = _copy_rec(rec)
         else:
             seen.merge_max(rec)
+            if rec.day != _UNKNOWN:
+                seen.day = rec.day  # a counter counts on the day of its last reading
 
     def _base(self, sid: str, rec: _Rec) -> None:
         base = self._session_base.get(sid)
@@ -383,34 +453,48 @@ class UsageFold:
         self._total.add(r)
         self._models.setdefault(r.model, _Acc()).add(r)
         self._sessions.setdefault(session, _Acc()).add(r)
+        self._days.setdefault(r.day, _Acc()).add(r)
         self._session_dialect.setdefault(session, dialect)
 
     # -- results ---------------------------------------------------------------------------
-    def totals(self) -> dict[str, Any]:
-        """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`."""
+    def totals(self, *, by_day: bool = False) -> dict[str, Any]:
+        """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`;
+        with ``by_day``, also ``byDay`` (UTC days, then ``unknown``)."""
         self.end_stream()
         total = _copy(self._total)
         models = {k: _copy(v) for k, v in self._models.items()}
         sessions = {k: _copy(v) for k, v in self._sessions.items()}
+        days = {k: _copy(v) for k, v in self._days.items()}
+        dialects = dict(self._session_dialect)
+        extra: list[tuple[_Rec, str]] = []
         for sid, r in self._session_counters.items():
             counters = [*self._session_closed.get(sid, []), r]
             base = self._session_base.get(sid)
             if base is not None:  # a continuation: its first counter starts at the parent's
                 counters[0] = counters[0].minus(base)
-            for c in counters:
-                total.add(c)
-                models.setdefault(c.model, _Acc()).add(c)
-                sessions.setdefault(sid, _Acc()).add(c)
+            extra += [(c, sid) for c in counters]
+        for r, fsid, dialect, _ in self._files.values():
+            name = fsid if fsid is not None else _UNKNOWN
+            extra.append((r, name))
+            dialects.setdefault(name, dialect)
+        for r, name in extra:
+            total.add(r)
+            models.setdefault(r.model, _Acc()).add(r)
+            sessions.setdefault(name, _Acc()).add(r)
+            days.setdefault(r.day, _Acc()).add(r)
         by_session = {}
         for k in sorted(sessions):
             d = sessions[k].as_dict(endings=True)
-            d["dialect"] = self._session_dialect.get(k, _UNKNOWN)
+            d["dialect"] = dialects.get(k, _UNKNOWN)
             by_session[k] = d
-        return {
+        out = {
             "total": total.as_dict(endings=True),
             "byModel": {k: models[k].as_dict() for k in sorted(models)},
             "bySession": by_session,
         }
+        if by_day:  # "unknown" sorts after every digit, so last
+            out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
+        return out
 
 
 def _copy_rec(r: _Rec) -> _Rec:
@@ -428,7 +512,7 @@ def _copy(a: _Acc) -> _Acc:
     return b
 
 
-def usage_totals(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def usage_totals(events: Iterable[dict[str, Any]], *, by_day: bool = False) -> dict[str, Any]:
     """Totals of one stream's events: ``{"total": {...}, "byModel": {MODEL: {...}},
     "bySession": {ID: {...}}}``.
 
@@ -442,10 +526,11 @@ def usage_totals(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ``failed`` (on an error event, whatever the exit status) or ``none``. ``bySession``
     entries also name the ``dialect``. Usage is attributed to the session of the latest
     ``sessionId`` seen in the stream (the stream's first one for usage before any). See
-    docs/usage.md for the rule per dialect.
+    With ``by_day``, ``byDay`` groups them by the UTC day of the events' ``timestamp``
+    (``unknown`` for events without one). See docs/usage.md for the rule per dialect.
     """
     fold = UsageFold()
     fold.start_stream()
     for ev in events:
         fold.add(ev)
-    return fold.totals()
+    return fold.totals(by_day=by_day)

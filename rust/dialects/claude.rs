@@ -1,5 +1,8 @@
 //! claude: Claude Code `-p --output-format stream-json --verbose` (also Amp, Qwen Code and Grok
-//! Build's `streaming-messages-json`). Mirrors `reference/dialects/claude.py`.
+//! Build's `streaming-messages-json`), and the session files the CLI writes under
+//! `~/.claude/projects/` (docs/session-files-2026.md section 1), recognised line by line (a
+//! `parentUuid` key or an `isSidechain` boolean, or a record type only session files have).
+//! Mirrors `reference/dialects/claude.py`.
 
 use std::borrow::Cow;
 
@@ -95,7 +98,10 @@ impl Dialect for Claude {
             Some("assistant") => assistant(v, out),
             Some("user") => {
                 if let Some(m) = v.get("message").filter(|m| m.is_object()) {
-                    content_events(m.get("content"), "user", out);
+                    // session files: text the CLI injected (skill text, a compaction's summary)
+                    let injected = v.is_true_at("isMeta") || v.is_true_at("isCompactSummary");
+                    let role = if injected { "system" } else { "user" };
+                    content_events(m.get("content"), role, out);
                 }
             }
             Some("result") => result(v, out),
@@ -108,6 +114,11 @@ impl Dialect for Claude {
                 if let Some(field) = top_progress_field(t) {
                     let text = or_str_v(v.str_at(field), t);
                     out.push(status("progress", Some(text)));
+                } else if session_progress_field(t).is_some()
+                    || matches!(t, "queue-operation" | "attachment")
+                    || (t == "progress" && v.get("data").is_some_and(Value::is_object))
+                {
+                    out.push(session_record(v, t));
                 }
             }
             None => {}
@@ -116,9 +127,16 @@ impl Dialect for Claude {
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
         let t = v.str_at("type");
+        // a sub-agent's progress in its parent (session files)
+        let data = v
+            .get("data")
+            .filter(|d| t == Some("progress") && d.is_object());
         let mut m = LineMeta {
-            session_id: v.str_at("session_id"),
-            parent_tool_use_id: v.str_at("parent_tool_use_id"),
+            session_id: v.str_at("session_id").or_else(|| v.str_at("sessionId")),
+            timestamp: nonempty(v.get("timestamp")),
+            parent_tool_use_id: v
+                .str_at("parent_tool_use_id")
+                .or_else(|| data.and(v.str_at("parentToolUseID"))),
             native_type: t,
             model_call_id: v
                 .get("message")
@@ -131,6 +149,10 @@ impl Dialect for Claude {
             m.result_text = Some(v.str_at("result")); // None: reports no text
             m.structured_output = v.get("structured_output");
         }
+        m.request_id = nonempty(v.get("requestId"));
+        m.agent_id =
+            nonempty(v.get("agentId")).or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
+        m.sidechain = v.is_true_at("isSidechain");
         m
     }
 }
@@ -275,6 +297,28 @@ fn terminal_task(s: &str) -> Option<&'static str> {
     })
 }
 
+/// A conversation line of a session file (its envelope), not of stream-json.
+fn is_session_line(v: &Value<'_>) -> bool {
+    v.has("parentUuid") || matches!(v.get("isSidechain"), Some(Value::Bool(_)))
+}
+
+/// Session-file record types that are progress notes: the field that gives their text (`None`:
+/// the type itself).
+fn session_progress_field(t: &str) -> Option<Option<&'static str>> {
+    Some(match t {
+        "summary" => Some("summary"),
+        "permission-mode" => Some("permissionMode"),
+        "ai-title" => Some("aiTitle"),
+        "custom-title" => Some("customTitle"),
+        "last-prompt" => Some("lastPrompt"),
+        "agent-name" => Some("agentName"),
+        "mode" => Some("mode"),
+        "tag" => Some("tag"),
+        "file-history-snapshot" | "pr-link" | "content-replacement" | "saved_hook_context" => None,
+        _ => return None,
+    })
+}
+
 /// `system/task_updated`: a patch of a task's state; a terminal `patch.status` ends the
 /// sub-agent (a terminal task may arrive only this way). Its id is the `task_id`, which
 /// `task_started` gives as `alias` when it names the sub-agent by its `tool_use_id`. Earlier
@@ -299,13 +343,113 @@ fn task_updated<'v>(v: &'v Value<'v>) -> Event<'v> {
     ev
 }
 
+/// `progress`, `queue-operation`, `attachment` and the metadata records of a session file.
+fn session_record<'v>(v: &'v Value<'v>, t: &'v str) -> Event<'v> {
+    let text = match t {
+        // never the embedded sub-agent message or its usage
+        "progress" => or_str_v(v.get("data").and_then(|d| nonempty(d.get("type"))), t),
+        "queue-operation" => {
+            let op = or_str_v(nonempty(v.get("operation")), t);
+            match nonempty(v.get("content")) {
+                Some(c) => Cow::Owned(format!("{op}: {c}")),
+                None => op,
+            }
+        }
+        "attachment" => or_str_v(
+            v.get("attachment")
+                .filter(|a| a.is_object())
+                .and_then(|a| nonempty(a.get("type"))),
+            t,
+        ),
+        _ => or_str_v(
+            session_progress_field(t)
+                .flatten()
+                .and_then(|f| nonempty(v.get(f))),
+            t,
+        ),
+    };
+    status("progress", Some(text))
+}
+
+/// A session file's `system/api_error`: one retry attempt of a failed request (the CLI retries
+/// after `retryInMs`), not a terminal failure.
+fn session_api_error<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let err = v.get("error");
+    let (message, http, connection) = match err {
+        Some(e) if e.is_object() => (
+            nonempty(e.get("message")).or_else(|| nonempty(e.get("formatted"))),
+            e.get("status"),
+            !matches!(
+                e.get("connection"),
+                None | Some(Value::Null | Value::Bool(false))
+            ) || e.is_true_at("isNetworkDown"),
+        ),
+        e => (nonempty(e), None, false),
+    };
+    let message = message.unwrap_or("api error");
+    let message = match v.get("retryAttempt") {
+        Some(Value::Int(attempt)) => {
+            let most = match v.get("maxRetries") {
+                Some(Value::Int(most)) => format!("/{most}"),
+                _ => String::new(),
+            };
+            Cow::Owned(format!("api retry {attempt}{most}: {message}"))
+        }
+        _ => Cow::Borrowed(message),
+    };
+    let kind = match http {
+        Some(Value::Int(_)) => http_kind(http),
+        _ => None,
+    };
+    let kind = kind.unwrap_or_else(|| {
+        if connection {
+            "transport"
+        } else {
+            classify(&message)
+        }
+    });
+    let mut ev = error("retry", "api_error", message, kind);
+    ev.x().retry = true;
+    if let (Some(Value::Int(ms @ 0..)), "quota" | "transport") = (v.get("retryInMs"), kind) {
+        ev.retry_after_ms = u64::try_from(*ms).ok();
+    }
+    ev
+}
+
 /// The `task_id` of a sub-agent named by its `tool_use_id` (`task_updated` uses it).
 fn alias<'v>(v: &'v Value<'v>, id: &str) -> Option<&'v str> {
     nonempty(v.get("task_id")).filter(|t| *t != id)
 }
 
+/// The `system` subtypes only session files write (`false`: the stream-json rules apply).
+fn session_system<'v>(v: &'v Value<'v>, native: Option<&'v str>, out: &mut Vec<Event<'v>>) -> bool {
+    let ev = match native {
+        Some("api_error") => session_api_error(v),
+        Some("microcompact_boundary") => status("compaction", Some(Cow::Borrowed("microcompact"))),
+        Some("turn_duration") => status("turn_completed", None),
+        Some(n)
+            if progress_field(n).is_some()
+                || system_subtype(n).is_some()
+                || matches!(n, "status" | "api_retry") =>
+        {
+            return false
+        }
+        _ => {
+            let text = nonempty(v.get("content"))
+                .or(native.filter(|n| !n.is_empty()))
+                .unwrap_or("system");
+            status("progress", Some(Cow::Borrowed(text)))
+        }
+    };
+    out.push(ev);
+    true
+}
+
 fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let native = v.str_at("subtype");
+    if is_session_line(v) && session_system(v, native, out) {
+        return;
+    }
     match native {
         Some("local_command_output") => {
             // a slash command's output, shown as text
@@ -341,7 +485,13 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     };
     // task_notification reports its result as `summary`
     let text = v.str_at("description").filter(|d| !d.is_empty());
-    let text = text.or_else(|| v.str_at("summary"));
+    let mut text = text.or_else(|| v.str_at("summary"));
+    if sub == "compaction" && text.is_none_or(str::is_empty) {
+        // a session file's compact_boundary: its trigger
+        if let Some(cm) = v.get("compactMetadata").filter(|c| c.is_object()) {
+            text = cm.str_at("trigger");
+        }
+    }
     let mut ev = status(sub, text.map(Cow::Borrowed));
     if sub == "compaction" {
         ev = compaction_tokens(ev, v);
@@ -504,8 +654,19 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let code: Text<'v> = Cow::Borrowed(native_error.unwrap_or("api_error"));
         let text = content_text(m.get("content"));
         let text = if text.is_empty() { code.clone() } else { text };
-        let kind = assistant_error_kind(&code).unwrap_or_else(|| classify(&text));
-        out.push(error("api_error", code, text, kind));
+        // session files: the HTTP status decides first
+        let http = v
+            .get("apiErrorStatus")
+            .filter(|h| matches!(h, Value::Int(_)));
+        let kind = http_kind(http)
+            .or_else(|| assistant_error_kind(&code))
+            .unwrap_or_else(|| classify(&text));
+        let at = pipe_epoch(&text);
+        let mut ev = error("api_error", code, text, kind);
+        if kind == "quota" && ev.retry_at.is_none() {
+            ev.retry_at = at;
+        }
+        out.push(ev);
         return;
     }
     content_events(m.get("content"), "assistant", out);
@@ -514,6 +675,20 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         ev.message_id = m.str_at("id");
         out.push(ev);
     }
+}
+
+/// Old builds' limit text `Claude AI usage limit reached|<epoch seconds>`: the reset time.
+fn pipe_epoch(text: &str) -> Option<String> {
+    let (head, tail) = text.rsplit_once('|')?;
+    if !head.to_ascii_lowercase().contains("limit reached")
+        || tail.is_empty()
+        || tail.len() > 12
+        || !tail.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let secs: i128 = tail.parse().ok()?;
+    crate::retry::format_ms(secs * 1000)
 }
 
 fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
@@ -719,4 +894,94 @@ fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
         Cow::Owned(format!("rate_limit {s}"))
     });
     out.push(status("progress", Some(text)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
+        crate::dialect::check_line(&Claude, line, check);
+    }
+
+    #[test]
+    fn old_limit_text_gives_the_reset_time() {
+        run(
+            r#"{"type":"assistant","isApiErrorMessage":true,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Claude AI usage limit reached|1784028330"}]}}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(
+                    e.and_then(|e| e.error.as_ref()).map(|i| i.kind),
+                    Some("quota")
+                );
+                assert_eq!(
+                    e.and_then(|e| e.retry_at.as_deref()),
+                    Some("2026-07-14T11:25:30Z")
+                );
+            },
+        );
+        assert_eq!(pipe_epoch("usage limit reached|"), None);
+        assert_eq!(pipe_epoch("limit reached|12a"), None);
+        assert_eq!(pipe_epoch("no limit|123"), None);
+    }
+
+    #[test]
+    fn session_api_error_is_a_retry_notice() {
+        run(
+            r#"{"parentUuid":"p","isSidechain":false,"type":"system","subtype":"api_error","error":{"message":"529 overloaded","status":529},"retryInMs":601,"retryAttempt":1,"maxRetries":10}"#,
+            |ev| {
+                let e = ev.first();
+                assert_eq!(
+                    e.map(|e| (e.kind, e.subtype.as_ref())),
+                    Some(("error", "retry"))
+                );
+                let info = e.and_then(|e| e.error.as_ref());
+                assert_eq!(info.map(|i| i.kind), Some("transport"));
+                assert_eq!(
+                    info.map(|i| i.message.as_ref()),
+                    Some("api retry 1/10: 529 overloaded")
+                );
+                assert_eq!(e.and_then(|e| e.retry_after_ms), Some(601));
+            },
+        );
+    }
+
+    #[test]
+    fn stream_system_subtypes_stay_unknown_without_the_envelope() {
+        // a stream-json line with a new subtype: nothing (status/unknown), as before
+        run(r#"{"type":"system","subtype":"turn_duration"}"#, |ev| {
+            assert!(ev.is_empty())
+        });
+        run(
+            r#"{"type":"system","subtype":"turn_duration","parentUuid":null,"durationMs":5}"#,
+            |ev| {
+                assert_eq!(
+                    ev.first().map(|e| e.subtype.as_ref()),
+                    Some("turn_completed")
+                )
+            },
+        );
+    }
+
+    #[test]
+    fn progress_is_never_expanded_and_meta_reads_the_session_envelope() {
+        let line = r#"{"parentUuid":"p","isSidechain":true,"agentId":"a1","sessionId":"s","type":"progress","data":{"type":"agent_progress","agentId":"a2","message":{"type":"assistant","message":{"usage":{"input_tokens":3}}}},"parentToolUseID":"toolu_1","requestId":"req_1","timestamp":"2026-08-20T10:22:13.010Z"}"#;
+        run(line, |ev| {
+            assert_eq!(ev.len(), 1);
+            assert_eq!(
+                ev.first().and_then(|e| e.text.as_deref()),
+                Some("agent_progress")
+            );
+        });
+        let Ok((v, _)) = crate::parse::parse(line) else {
+            panic!("bad test json")
+        };
+        let m = Claude.meta(&v);
+        assert_eq!(m.session_id, Some("s"));
+        assert_eq!(m.timestamp, Some("2026-08-20T10:22:13.010Z"));
+        assert_eq!(m.parent_tool_use_id, Some("toolu_1"));
+        assert_eq!(m.agent_id, Some("a1"));
+        assert_eq!(m.request_id, Some("req_1"));
+        assert!(m.sidechain);
+    }
 }

@@ -345,6 +345,15 @@ fn event<'py>(
     if m.result_joins_messages {
         d.set_item(intern!(py, "resultJoinsMessages"), true)?;
     }
+    if let Some(s) = m.request_id {
+        d.set_item(intern!(py, "requestId"), s)?;
+    }
+    if let Some(s) = m.agent_id {
+        d.set_item(intern!(py, "agentId"), s)?;
+    }
+    if m.sidechain {
+        d.set_item(intern!(py, "sidechain"), true)?;
+    }
     if rec.repairs > 0 {
         d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
     }

@@ -66,6 +66,11 @@ CASES = {
     "grok-superagent": ["vectors/events/grok/superagent.input.jsonl"],
     "grok-2026": ["vectors/events/grok/2026.input.jsonl"],
     "opencode-2026": ["vectors/events/opencode/2026.input.jsonl"],
+    "claude-session-file": ["vectors/events/claude/session-file.input.jsonl"],
+    "claude-session-file-subagent": [
+        "vectors/events/claude/session-file.input.jsonl",
+        "vectors/events/claude/session-file-subagent.input.jsonl",
+    ],
 }
 
 
@@ -266,6 +271,29 @@ def cli_grok(ds):
     return steps
 
 
+def ccusage_claude(ds):
+    """Session files report no total of their own: ccusage's rule, read from the native lines
+    (top-level ``message.usage`` only; one entry per ``(message.id, requestId)``, the one with
+    the largest token total; ``<synthetic>`` lines dropped), per model."""
+    best = {}
+    for d in ds:
+        m = d.get("message") if isinstance(d.get("message"), dict) else {}
+        u = m.get("usage")
+        if d.get("type") != "assistant" or not u or m.get("model") == "<synthetic>":
+            continue
+        key = (m.get("id"), d.get("requestId"))
+        size = sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                        "cache_creation_input_tokens", "cache_read_input_tokens"))
+        if key not in best or size > best[key][0]:
+            best[key] = (size, m["model"], u)
+    models = {}
+    for _, model, u in best.values():
+        cr = u.get("cache_read_input_tokens", 0)
+        i = u.get("input_tokens", 0) + cr + u.get("cache_creation_input_tokens", 0)
+        models[model] = add(models.get(model, tot()), tot(i, u.get("output_tokens", 0), cr))
+    return {k: models[k] for k in sorted(models)} or None
+
+
 CLI = {
     "codex": cli_codex,
     "cursor": cli_cursor,
@@ -296,6 +324,8 @@ def main() -> None:
             doc["cli"], model_usage = cli_claude(ds)
             if model_usage is not None:
                 doc["cliModelUsage"] = model_usage
+            if doc["cli"] is None and any("requestId" in d for d in ds):
+                doc["ccusageByModel"] = ccusage_claude(ds)
         elif dialect == "codex" and any(isinstance(d.get("payload"), dict) for d in ds):
             doc["cli"] = rollout_codex([list(lines([p])) for p in paths])
         else:

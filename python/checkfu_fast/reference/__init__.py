@@ -49,8 +49,10 @@ _ORDER = (
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
     "modelCallId", "nativeId", "stopReason", "durationMs", "resultText", "structuredOutput",
-    "repeatsError", "partial", "resultJoinsMessages",
+    "repeatsError", "partial", "resultJoinsMessages", "requestId", "agentId", "sidechain",
 )  # fmt: skip
+# line-level fields before ``nativeType``, in this order
+_LINE_HEAD = ("sessionId", "timestamp", "parentToolUseId")
 
 
 def check_options(
@@ -212,7 +214,10 @@ class Normalizer:
         events = module.map_line(value) or [UNKNOWN]
         classify_tools(events)
         m = module.meta(value)
-        line_meta = {k: x for k, x in m.items() if k not in _LINE_ORDER}
+        line_meta = {k: m[k] for k in _LINE_HEAD if k in m}
+        line_meta.update(
+            (k, x) for k, x in m.items() if k not in _LINE_ORDER and k not in _LINE_HEAD
+        )
         nt = module.native_type(value) if hasattr(module, "native_type") else value.get("type")
         if isinstance(nt, str):
             line_meta["nativeType"] = nt

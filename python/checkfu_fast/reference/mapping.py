@@ -271,7 +271,7 @@ PHASES = ("spawned", "started", "ended")
 FILE_EVENTS = ("create", "modify", "delete")
 DISPOSITIONS = ("completed", "failed", "canceled")
 # meta: line extras that are strings from the line, integers, any value, or a condition
-_META_STRINGS = ("modelCallId", "nativeId", "stopReason", "resultText")
+_META_STRINGS = ("timestamp", "modelCallId", "nativeId", "stopReason", "resultText")
 _META_FLAGS = ("partial", "repeatsError", "resultJoinsMessages")
 _META_KEYS: tuple[str, ...] = (
     "sessionId",

@@ -34,6 +34,12 @@ _PI_ONLY_TYPES = (
 )  # fmt: skip
 _GROK_ONLY_TYPES = ("tool_call_update", "available_commands", "max_turns_reached")
 _SUPERAGENT_TYPES = ("step_start", "step_finish", "text", "tool_use")
+# record types only claude session files write (docs/session-files-2026.md section 1.4)
+_CLAUDE_SESSION_TYPES = (
+    "summary", "file-history-snapshot", "queue-operation", "permission-mode", "ai-title",
+    "custom-title", "last-prompt", "agent-name", "pr-link", "attachment", "content-replacement",
+    "saved_hook_context",
+)  # fmt: skip
 _CLAUDE_INIT_TELLS = ("tools", "claude_code_version", "capabilities", "output_style")
 # The keys of grok's bare error line (xAI: `message` plus the spend of the run; superagent:
 # `sessionID`, `timestamp`). codex prints the same shape, but always after `thread.started`.
@@ -62,6 +68,8 @@ def sniff(v: Any) -> str | None:
             return "cursor"
         if t in _CLAUDE_ONLY_TYPES or "uuid" in v or "parent_tool_use_id" in v:
             return "claude"
+        if _claude_session(t, v):
+            return "claude"
         if t == "system" and v.get("subtype") == "init":
             # `apiKeySource` is no tell: cursor's init has it too
             return "claude" if any(k in v for k in _CLAUDE_INIT_TELLS) else "cursor"
@@ -80,6 +88,16 @@ def sniff(v: Any) -> str | None:
     if "stopReason" in v and "sessionId" in v and "text" in v:
         return "grok"  # xAI `--output-format json` single object
     return _mapped(v)
+
+
+def _claude_session(t: str, v: dict[str, Any]) -> bool:
+    """A claude session-file line: its envelope (``parentUuid``, ``isSidechain``) or a record
+    type only session files write."""
+    if "parentUuid" in v or isinstance(v.get("isSidechain"), bool):
+        return True
+    if t in _CLAUDE_SESSION_TYPES:
+        return True
+    return t == "progress" and isinstance(v.get("data"), dict)
 
 
 def _sniff_later(t: str, v: dict[str, Any]) -> str | None:

@@ -1,4 +1,7 @@
-"""claude: Claude Code ``-p --output-format stream-json --verbose``.
+"""claude: Claude Code ``-p --output-format stream-json --verbose``, and the session files the
+CLI writes under ``~/.claude/projects/`` (docs/session-files-2026.md section 1): their lines are
+recognised one by one (a ``parentUuid`` key or an ``isSidechain`` boolean, or a record type only
+session files have), so one stream may mix both.
 
 Mirror of rust/dialects/claude.rs.
 """
@@ -24,6 +27,7 @@ from ..events import (
     tool_result,
     usage,
 )
+from ..retry import format_ms
 
 NAME = "claude"
 
@@ -86,18 +90,118 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
     m: dict[str, Any] = {}
     if isinstance(v.get("session_id"), str):
         m["sessionId"] = v["session_id"]
+    elif isinstance(v.get("sessionId"), str):  # session files
+        m["sessionId"] = v["sessionId"]
+    if _nonempty(v.get("timestamp")) is not None:
+        m["timestamp"] = v["timestamp"]
+    t = v.get("type")
+    data = v.get("data")
     if isinstance(v.get("parent_tool_use_id"), str):
         m["parentToolUseId"] = v["parent_tool_use_id"]
+    elif t == "progress" and isinstance(data, dict) and isinstance(v.get("parentToolUseID"), str):
+        m["parentToolUseId"] = v["parentToolUseID"]  # a sub-agent's progress in its parent
     message = v.get("message")
     if isinstance(message, dict) and isinstance(message.get("id"), str) and message["id"]:
         m["modelCallId"] = message["id"]
-    t = v.get("type")
     m.update(line_extras(v, outcome=t in ("result", "assistant")))
     if t == "result":  # null: a result line that reports no text
         m["resultText"] = v["result"] if isinstance(v.get("result"), str) else None
         if "structured_output" in v:
             m["structuredOutput"] = v["structured_output"]
+    if _nonempty(v.get("requestId")) is not None:
+        m["requestId"] = v["requestId"]
+    if _nonempty(v.get("agentId")) is not None:
+        m["agentId"] = v["agentId"]
+    elif t == "progress" and isinstance(data, dict) and _nonempty(data.get("agentId")):
+        m["agentId"] = data["agentId"]
+    if v.get("isSidechain") is True:
+        m["sidechain"] = True
     return m
+
+
+def is_session_line(v: dict[str, Any]) -> bool:
+    """A conversation line of a session file (its envelope), not of stream-json."""
+    return "parentUuid" in v or isinstance(v.get("isSidechain"), bool)
+
+
+# session-file record types that are progress notes: the field that gives their text
+# (None: the type itself)
+_SESSION_PROGRESS = {
+    "summary": "summary",
+    "file-history-snapshot": None,
+    "permission-mode": "permissionMode",
+    "ai-title": "aiTitle",
+    "custom-title": "customTitle",
+    "last-prompt": "lastPrompt",
+    "agent-name": "agentName",
+    "mode": "mode",
+    "tag": "tag",
+    "pr-link": None,
+    "content-replacement": None,
+    "saved_hook_context": None,
+}
+
+
+def _session_record(v: dict[str, Any], t: str) -> list[Event]:
+    """``progress``, ``queue-operation``, ``attachment`` and the metadata records."""
+    if t == "progress":  # never the embedded sub-agent message or its usage
+        data = v.get("data")
+        kind = _nonempty(data.get("type")) if isinstance(data, dict) else None
+        return [status("progress", kind or t)]
+    if t == "queue-operation":
+        op = _nonempty(v.get("operation")) or t
+        content = _nonempty(v.get("content"))
+        return [status("progress", f"{op}: {content}" if content is not None else op)]
+    if t == "attachment":
+        a = v.get("attachment")
+        kind = _nonempty(a.get("type")) if isinstance(a, dict) else None
+        return [status("progress", kind or t)]
+    field = _SESSION_PROGRESS[t]
+    text = _nonempty(v.get(field)) if field is not None else None
+    return [status("progress", text or t)]
+
+
+def _session_api_error(v: dict[str, Any]) -> Event:
+    """A session file's ``system/api_error``: one retry attempt of a failed request (the CLI
+    retries after ``retryInMs``), not a terminal failure."""
+    err = v.get("error")
+    http: Any = None
+    connection = False
+    if isinstance(err, dict):
+        message = _nonempty(err.get("message")) or _nonempty(err.get("formatted"))
+        http = err.get("status")
+        c = err.get("connection")
+        connection = not (c is None or c is False) or err.get("isNetworkDown") is True
+    else:
+        message = _nonempty(err)
+    message = message or "api error"
+    attempt, most = v.get("retryAttempt"), v.get("maxRetries")
+    if is_int(attempt):
+        message = f"api retry {attempt}" + (f"/{most}" if is_int(most) else "") + f": {message}"
+    kind = _http_kind(http) if is_int(http) else None
+    if kind is None:
+        kind = "transport" if connection else classify(message)
+    ev = error("retry", "api_error", message, kind)
+    ev["retry"] = True
+    delay = v.get("retryInMs")
+    if kind in ("quota", "transport") and is_int(delay) and cast(int, delay) >= 0:
+        ev["retryAfterMs"] = delay
+    return ev
+
+
+def _session_system(v: dict[str, Any], native: Any) -> list[Event] | None:
+    """The ``system`` subtypes only session files write (None: the stream-json rules apply)."""
+    if native == "api_error":
+        return [_session_api_error(v)]
+    if native == "microcompact_boundary":
+        return [status("compaction", "microcompact")]
+    if native == "turn_duration":
+        return [status("turn_completed")]
+    if isinstance(native, str) and (
+        native in _PROGRESS_TEXT or native in _SYSTEM_SUBTYPES or native in ("status", "api_retry")
+    ):
+        return None
+    return [status("progress", _nonempty(v.get("content")) or _nonempty(native) or "system")]
 
 
 # task_notification statuses -> sub-agent dispositions
@@ -218,6 +322,10 @@ def _task_updated(v: dict[str, Any]) -> Event:
 
 
 def _system(v: dict[str, Any], native: Any) -> list[Event]:
+    if is_session_line(v):
+        session = _session_system(v, native)
+        if session is not None:
+            return session
     if native == "local_command_output":  # a slash command's output, shown as text
         content = v.get("content")
         return [msg("text", "system", content if isinstance(content, str) else "")]
@@ -235,7 +343,11 @@ def _system(v: dict[str, Any], native: Any) -> list[Event]:
     if sub is None:
         return []
     # task_notification reports its result as `summary`
-    ev = status(sub, text_of(v.get("description")) or text_of(v.get("summary")))
+    text = text_of(v.get("description")) or text_of(v.get("summary"))
+    cm = v.get("compactMetadata")  # a session file's compact_boundary: its trigger
+    if not text and sub == "compaction" and isinstance(cm, dict):
+        text = text_of(cm.get("trigger"))
+    ev = status(sub, text)
     if sub == "compaction":
         compaction_tokens(ev, v)
     sid = _nonempty(v.get("tool_use_id")) or _nonempty(v.get("task_id"))
@@ -288,6 +400,11 @@ def map_line(v: Any) -> list[Event]:
         return _top_progress(v, t)
     if t == "auth_status":
         return _auth_status(v)
+    if isinstance(t, str) and (
+        t in _SESSION_PROGRESS or t in ("queue-operation", "attachment")
+        or (t == "progress" and isinstance(v.get("data"), dict))
+    ):
+        return _session_record(v, t)
     return []
 
 
@@ -385,8 +502,17 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
     if model == "<synthetic>" or (isinstance(native_error, str) and native_error):
         code = native_error if isinstance(native_error, str) and native_error else "api_error"
         text = content_text(m.get("content")) or code
-        kind = _ASSISTANT_ERROR_KINDS.get(code) or classify(text)
-        return [error("api_error", code, text, kind)]
+        http = v.get("apiErrorStatus")  # session files: the HTTP status decides first
+        kind = (
+            (_http_kind(http) if is_int(http) else None)
+            or _ASSISTANT_ERROR_KINDS.get(code)
+            or classify(text)
+        )
+        ev = error("api_error", code, text, kind)
+        at = _pipe_epoch(text) if kind == "quota" and "retryAt" not in ev else None
+        if at is not None:
+            ev["retryAt"] = at
+        return [ev]
     out = content_events(m.get("content"), "assistant")
     if "usage" in m:
         ev = claude_usage("message", model, m.get("usage"))
@@ -396,11 +522,24 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
     return out
 
 
+def _pipe_epoch(text: str) -> str | None:
+    """Old builds' limit text ``Claude AI usage limit reached|<epoch seconds>``: the reset time."""
+    head, sep, tail = text.rpartition("|")
+    low = head.encode("utf-8", "replace").lower()
+    if not sep or b"limit reached" not in low or not 0 < len(tail) <= 12:
+        return None
+    if not all("0" <= c <= "9" for c in tail):
+        return None
+    return format_ms(int(tail) * 1000)
+
+
 def _user(v: dict[str, Any]) -> list[Event]:
     m = v.get("message")
     if not isinstance(m, dict):
         return []
-    return content_events(m.get("content"), "user")
+    # session files: text the CLI injected (skill text, the summary after a compaction)
+    injected = v.get("isMeta") is True or v.get("isCompactSummary") is True
+    return content_events(m.get("content"), "system" if injected else "user")
 
 
 def _result(v: dict[str, Any]) -> list[Event]:
