@@ -8,6 +8,8 @@
 //! without Python objects. No global state; no Python here
 //! except in `py` (feature `python`), which only translates.
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod budget;
 pub mod dialect;
 pub mod dialects;

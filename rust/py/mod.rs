@@ -1,6 +1,7 @@
 //! The `checkfu_fast._native` module: argument extraction, the GIL policy and error mapping.
 //! No normalization logic lives here.
 
+mod arrow;
 mod convert;
 mod journal;
 
@@ -455,6 +456,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
+    m.add_class::<arrow::ArrowEvents>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_class::<Normalizer>()?;
