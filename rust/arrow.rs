@@ -250,7 +250,8 @@ impl ArrowSink {
         c.tool_is_error.append_option(tool.and_then(|t| t.is_error));
         let err = ev.error.as_ref();
         c.error_code.append_option(err.map(|e| e.code.as_ref()));
-        c.error_message.append_option(err.map(|e| e.message.as_ref()));
+        c.error_message
+            .append_option(err.map(|e| e.message.as_ref()));
         c.error_kind.append_option(err.map(|e| e.kind));
         c.retry_at.append_option(ev.retry_at.as_deref());
         c.retry_after_ms.append_option(ev.retry_after_ms);
@@ -332,14 +333,15 @@ impl ArrowSink {
             x.and_then(|x| x.provider_arguments.as_ref())
                 .and_then(|a| Self::json_cell(json, |o| write_value(o, a))),
         );
-        c.tool_result.append_option(match x.and_then(|x| x.tool_result.as_ref()) {
-            Some(ToolResult::Value(v)) => Self::json_cell(json, |o| write_value(o, v)),
-            Some(ToolResult::Text) => {
-                let t = ev.text.as_deref().unwrap_or("");
-                Self::json_cell(json, |o| write_str(o, t))
-            }
-            None => None,
-        });
+        c.tool_result
+            .append_option(match x.and_then(|x| x.tool_result.as_ref()) {
+                Some(ToolResult::Value(v)) => Self::json_cell(json, |o| write_value(o, v)),
+                Some(ToolResult::Text) => {
+                    let t = ev.text.as_deref().unwrap_or("");
+                    Self::json_cell(json, |o| write_str(o, t))
+                }
+                None => None,
+            });
         let changes = x.map(|x| x.file_changes.as_slice()).unwrap_or_default();
         c.file_changes.append_option(if changes.is_empty() {
             None

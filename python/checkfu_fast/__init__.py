@@ -137,7 +137,7 @@ def normalize_arrow(
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
     batch_rows: int = 65536,
-) -> Any:
+) -> _native.ArrowEvents:
     """The events of :func:`normalize` as Arrow record batches built by the Rust core (GIL
     released), one row per event, flat typed columns (docs/arrow.md).
 

@@ -55,9 +55,7 @@ impl ArrowEvents {
         let _ = requested_schema;
         let batch = match self.batches.as_slice() {
             [one] => one.clone(),
-            many => {
-                arrow_select::concat::concat_batches(&self.schema, many).map_err(arrow_err)?
-            }
+            many => arrow_select::concat::concat_batches(&self.schema, many).map_err(arrow_err)?,
         };
         let data = StructArray::from(batch).to_data();
         let (array, schema) = to_ffi(&data).map_err(arrow_err)?;
