@@ -252,3 +252,29 @@ def test_columns_are_documented() -> None:
     doc = (ROOT / "docs" / "arrow.md").read_text()
     for name in [*checkfu_fast._native.arrow_columns(), "source"]:
         assert f"| `{name}` |" in doc, name
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_normalizer_arrow_chunks(chunk: int) -> None:
+    """feed_arrow/finish_arrow over any chunking give normalize()'s rows, seq continuous."""
+    data = b"".join(p.read_bytes() for p in GOLDEN[:6])
+    n = checkfu_fast.Normalizer()
+    got = []
+    for i in range(0, len(data), chunk):
+        got += rows_to_events(pa.table(n.feed_arrow(data[i : i + chunk], batch_rows=5)))
+    got += rows_to_events(pa.table(n.finish_arrow()))
+    assert strict_key(got) == strict_key(checkfu_fast.normalize(data))
+    with pytest.raises(ValueError, match="after finish"):
+        n.feed_arrow(b"{}\n")
+
+
+def test_write_parquet_reads_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import checkfu_fast.arrow
+
+    monkeypatch.setattr(checkfu_fast.arrow, "READ_CHUNK", 100)
+    paths = GOLDEN[:5]
+    out = tmp_path / "c.parquet"
+    checkfu_fast.write_parquet(paths, out)
+    got = [row_to_event(r) for r in pq.read_table(out).to_pylist()]
+    want = [ev for p in paths for ev in checkfu_fast.normalize(p.read_bytes())]
+    assert strict_key(got) == strict_key(want)

@@ -171,7 +171,8 @@ def write_parquet(
     """Normalize files into one Parquet file at ``out`` through pyarrow (the ``arrow`` extra:
     ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
     ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
-    per file). Written batch by batch. Returns the number of rows written."""
+    per file). Each file is read 16 MiB at a time and written batch by batch (memory bounded
+by the chunk, not the file). Returns the number of rows written."""
     from .arrow import write_parquet as _write
 
     if isinstance(paths, (str, os.PathLike)):
@@ -331,6 +332,21 @@ class Normalizer:
         if _native is None:  # pragma: no cover
             return reference.dumps_jsonl(self._tagged(self._inner.finish()))
         return cast(bytes, self._inner.finish_jsonl())
+
+    def feed_arrow(self, chunk: bytes, *, batch_rows: int = 65536) -> _native.ArrowEvents:
+        """:meth:`feed`, the events as Arrow record batches (see :func:`normalize_arrow`);
+        ``seq`` continues. Needs the native core."""
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
+        if _native is None:  # pragma: no cover
+            raise RuntimeError("feed_arrow needs the native core")
+        return self._inner.feed_arrow(bytes(chunk), batch_rows)  # type: ignore[no-any-return]
+
+    def finish_arrow(self, *, batch_rows: int = 65536) -> _native.ArrowEvents:
+        """:meth:`finish`, as Arrow record batches. Idempotent."""
+        if _native is None:  # pragma: no cover
+            raise RuntimeError("finish_arrow needs the native core")
+        return self._inner.finish_arrow(batch_rows)  # type: ignore[no-any-return]
 
     def _tagged(self, events: list[Event]) -> list[Event]:  # pragma: no cover - fallback only
         if self._source is not None:

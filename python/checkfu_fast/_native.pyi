@@ -122,3 +122,7 @@ class Normalizer:
         """``feed`` as JSONL bytes (``source``, if set, ends every line); same ``seq``."""
     def finish_jsonl(self) -> bytes:
         """``finish`` as JSONL bytes."""
+    def feed_arrow(self, chunk: bytes, batch_rows: int = ...) -> ArrowEvents:
+        """``feed`` as Arrow record batches; same ``seq``."""
+    def finish_arrow(self, batch_rows: int = ...) -> ArrowEvents:
+        """``finish`` as Arrow record batches."""

@@ -20,6 +20,8 @@ __all__ = ["SOURCE", "row_to_event", "rows_to_events", "write_parquet"]
 
 #: The column :func:`write_parquet` adds after the event columns: the input path as given.
 SOURCE = "source"
+#: Bytes :func:`write_parquet` reads per step (its memory is about this chunk's events).
+READ_CHUNK = 16 << 20
 
 
 def _json(cell: str | None) -> Any:
@@ -171,30 +173,33 @@ def write_parquet(
         raise ImportError(
             "write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'"
         ) from exc
-    from . import normalize_arrow
+    from . import Normalizer
 
     rows = 0
     writer: Any = None
     try:
         for p in paths:
-            events = normalize_arrow(
-                Path(p).read_bytes(),
-                dialect,
-                max_line_bytes=max_line_bytes,
-                max_depth=max_depth,
-                max_nodes=max_nodes,
+            n = Normalizer(
+                dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
             )
-            reader = pa.RecordBatchReader.from_stream(events)
-            for batch in reader:
-                source = pa.array([p] * batch.num_rows, type=pa.large_string())
-                tagged = pa.RecordBatch.from_arrays(
-                    [*batch.columns, source],
-                    schema=batch.schema.append(pa.field(SOURCE, pa.large_string(), False)),
-                )
-                if writer is None:
-                    writer = pq.ParquetWriter(out, tagged.schema)
-                writer.write_batch(tagged)
-                rows += tagged.num_rows
+            with open(p, "rb") as f:
+                while True:
+                    chunk = f.read(READ_CHUNK)
+                    events = n.feed_arrow(chunk) if chunk else n.finish_arrow()
+                    for batch in pa.RecordBatchReader.from_stream(events):
+                        source = pa.array([p] * batch.num_rows, type=pa.large_string())
+                        tagged = pa.RecordBatch.from_arrays(
+                            [*batch.columns, source],
+                            schema=batch.schema.append(
+                                pa.field(SOURCE, pa.large_string(), False)
+                            ),
+                        )
+                        if writer is None:
+                            writer = pq.ParquetWriter(out, tagged.schema)
+                        writer.write_batch(tagged)
+                        rows += tagged.num_rows
+                    if not chunk:
+                        break
         if writer is None:
             schema = events_schema().append(pa.field(SOURCE, pa.large_string(), False))
             writer = pq.ParquetWriter(out, schema)

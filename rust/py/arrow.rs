@@ -134,6 +134,34 @@ pub fn normalize_arrow(
     Ok(ArrowEvents { schema, batches })
 }
 
+/// One step of an incremental stream as Arrow: `chunk` fed (or, with `None`, the end of
+/// stream), the events it completed as batches; `seq` continues. (`Normalizer.feed_arrow`.)
+pub fn step(
+    engine: &mut Engine,
+    seq: &mut u64,
+    chunk: Option<&[u8]>,
+    batch_rows: usize,
+) -> Result<ArrowEvents, Failure> {
+    let mut sink = ArrowSink::new(batch_rows);
+    match chunk {
+        Some(c) => sink::feed(engine, seq, c, &mut sink)?,
+        None => sink::finish(engine, seq, &mut sink)?,
+    }
+    let schema = sink.schema();
+    Ok(ArrowEvents {
+        schema,
+        batches: sink.finish()?,
+    })
+}
+
+pub fn failed(e: Failure) -> PyErr {
+    failure(e)
+}
+
+pub fn is_oom(e: &Failure) -> bool {
+    matches!(e, Failure::OutOfMemory(_))
+}
+
 /// The column names, in order (for docs and tests).
 #[pyfunction]
 pub fn arrow_columns() -> Vec<String> {

@@ -307,6 +307,34 @@ struct State {
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
 
 impl Normalizer {
+    fn arrow_step(
+        &self,
+        py: Python<'_>,
+        chunk: Option<PyBackedBytes>,
+        batch_rows: usize,
+    ) -> PyResult<arrow::ArrowEvents> {
+        if batch_rows == 0 {
+            return Err(PyValueError::new_err("batch_rows must be at least 1"));
+        }
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
+        if chunk.is_some() && state.engine.is_finished() {
+            return Err(PyValueError::new_err("feed() after finish()"));
+        }
+        let bytes: Option<&[u8]> = chunk.as_deref();
+        let (engine, seq) = (&mut state.engine, &mut state.seq);
+        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows));
+        out.map_err(|e| {
+            if arrow::is_oom(&e) {
+                state.failed = true;
+            }
+            arrow::failed(e)
+        })
+    }
+
     fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
         loop {
             match self.state.try_lock() {
@@ -398,6 +426,23 @@ impl Normalizer {
             oom(e)
         })?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// `feed`, but the events as Arrow record batches (GIL released); same `seq`.
+    #[pyo3(signature = (chunk, batch_rows = crate::arrow::BATCH_ROWS))]
+    fn feed_arrow(
+        &self,
+        py: Python<'_>,
+        chunk: PyBackedBytes,
+        batch_rows: usize,
+    ) -> PyResult<arrow::ArrowEvents> {
+        self.arrow_step(py, Some(chunk), batch_rows)
+    }
+
+    /// `finish`, but as Arrow record batches.
+    #[pyo3(signature = (batch_rows = crate::arrow::BATCH_ROWS))]
+    fn finish_arrow(&self, py: Python<'_>, batch_rows: usize) -> PyResult<arrow::ArrowEvents> {
+        self.arrow_step(py, None, batch_rows)
     }
 
     fn feed<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
