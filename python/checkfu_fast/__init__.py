@@ -169,10 +169,10 @@ def write_parquet(
     max_nodes: int = 1_000_000,
 ) -> int:
     """Normalize files into one Parquet file at ``out`` through pyarrow (the ``arrow`` extra:
-    ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
-    ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
-    per file). Each file is read 16 MiB at a time and written batch by batch (memory bounded
-by the chunk, not the file). Returns the number of rows written."""
+        ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
+        ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
+        per file). Each file is read 16 MiB at a time and written batch by batch (memory bounded
+    by the chunk, not the file). Returns the number of rows written."""
     from .arrow import write_parquet as _write
 
     if isinstance(paths, (str, os.PathLike)):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 Row = dict[str, Any]
@@ -170,9 +169,7 @@ def write_parquet(
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'"
-        ) from exc
+        raise ImportError("write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'") from exc
     from . import Normalizer
 
     rows = 0
@@ -190,9 +187,7 @@ def write_parquet(
                         source = pa.array([p] * batch.num_rows, type=pa.large_string())
                         tagged = pa.RecordBatch.from_arrays(
                             [*batch.columns, source],
-                            schema=batch.schema.append(
-                                pa.field(SOURCE, pa.large_string(), False)
-                            ),
+                            schema=batch.schema.append(pa.field(SOURCE, pa.large_string(), False)),
                         )
                         if writer is None:
                             writer = pq.ParquetWriter(out, tagged.schema)
