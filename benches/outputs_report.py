@@ -1,13 +1,14 @@
 """Ratios table for ``benches/test_bench_outputs.py`` and Python memory per input MB.
 
     python3 benches/outputs_report.py out.json     # table from a --benchmark-json file
-    python3 benches/outputs_report.py --memory     # tracemalloc: dicts vs JSONL
+    python3 benches/outputs_report.py --memory     # tracemalloc: dicts vs JSONL vs Arrow
 
 MB/s is input MB over the median round (``--best``: the fastest round, the better estimate
 of uncontended speed on a shared machine). Ratios compare medians on the same corpus in the same
 run (> 1: faster). Memory: ``tracemalloc`` (Python's allocator only; the core's own buffers
 are Rust allocations and are not counted): what the result keeps alive and the peak during the
-call, per MB of input.
+call, per MB of input. The Arrow result's buffers are Rust allocations too: they are counted
+apart (``get_total_buffer_size`` of the pyarrow table, imported zero-copy).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ RATIOS = (
     ("normalizer_64k", "normalize_dicts", ">= 0.9"),
     ("normalizer_jsonl_64k", "normalize_jsonl", ""),
     ("files_jobs2", "files_jobs1", ">= 1.7"),
+    ("normalize_arrow", "normalize_dicts", ">= 2.5"),
+    ("normalize_arrow_table", "normalize_dicts", ""),
 )
 
 
@@ -60,22 +63,31 @@ def memory(size: int = 8 << 20) -> str:
     import checkfu_fast
     from corpus import make_corpus, make_mixed
 
-    rows = ["| corpus | result | kept alive, bytes per input MB | peak, bytes per input MB |"]
-    rows.append("|---|---|---:|---:|")
+    rows = [
+        "| corpus | result | Python, kept alive per input MB | Python, peak per input MB "
+        "| Arrow buffers per input MB |"
+    ]
+    rows.append("|---|---|---:|---:|---:|")
     for name in ("claude", "mixed"):
         data = make_mixed(size) if name == "mixed" else make_corpus(name, size)
         mb = len(data) / 1e6
         for label, fn in (
             ("dicts (`normalize`)", checkfu_fast.normalize),
             ("JSONL (`normalize_jsonl`)", checkfu_fast.normalize_jsonl),
+            ("Arrow (`normalize_arrow`)", checkfu_fast.normalize_arrow),
         ):
             gc.collect()
             tracemalloc.start()
             result = fn(data)
             kept, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
+            native = "-"
+            if label.startswith("Arrow"):
+                import pyarrow as pa
+
+                native = f"{pa.table(result).get_total_buffer_size() / mb:,.0f}"
             del result
-            rows.append(f"| {name} | {label} | {kept / mb:,.0f} | {peak / mb:,.0f} |")
+            rows.append(f"| {name} | {label} | {kept / mb:,.0f} | {peak / mb:,.0f} | {native} |")
     return "\n".join(rows)
 
 

@@ -18,7 +18,10 @@ their ``MB`` is twice the corpus):
   floor a Python program pays just to read the lines (no events at all);
 * ``normalizer_64k`` / ``normalizer_jsonl_64k``: ``Normalizer.feed`` / ``feed_jsonl`` in
   64 KiB chunks;
-* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads.
+* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads;
+* ``normalize_arrow``: ``checkfu_fast.normalize_arrow`` (Arrow record batches built by the core);
+* ``normalize_arrow_table``: the same, then ``pyarrow.table`` of it (imported zero-copy through
+  ``__arrow_c_stream__``).
 
 Each benchmark checks once, untimed, that its output agrees with ``normalize`` on the corpus.
 """
@@ -94,7 +97,21 @@ PATHS = (
     "normalizer_jsonl_64k",
     "files_jobs1",
     "files_jobs2",
+    "normalize_arrow",
+    "normalize_arrow_table",
 )
+
+
+def _arrow_table(data: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.table(checkfu_fast.normalize_arrow(data))
+
+
+def _arrow_agrees(data: bytes, jsonl: bytes) -> bool:
+    from checkfu_fast.arrow import rows_to_events
+
+    return _decoded(jsonl) == strict_key(list(rows_to_events(_arrow_table(data))))
 
 
 def _decoded(jsonl: bytes) -> Any:
@@ -129,6 +146,13 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
     elif path == "normalizer_jsonl_64k":
         fn, args = _chunked_jsonl, (data,)
         agrees = fn(data) == jsonl
+    elif path == "normalize_arrow":
+        fn, args = checkfu_fast.normalize_arrow, (data,)
+        agrees = _arrow_agrees(data, jsonl)
+    elif path == "normalize_arrow_table":
+        pytest.importorskip("pyarrow")
+        fn, args = _arrow_table, (data,)
+        agrees = _arrow_agrees(data, jsonl)
     else:
         jobs = 1 if path == "files_jobs1" else 2
         fn, args = checkfu_fast.normalize_files, (files,)

@@ -10,10 +10,13 @@ from typing_extensions import Self
 
 __all__ = [
     "DIALECTS",
+    "ArrowEvents",
     "Mapping",
     "Normalizer",
     "__version__",
+    "arrow_columns",
     "normalize",
+    "normalize_arrow",
     "normalize_files",
     "normalize_jsonl",
     "parse_retry",
@@ -46,6 +49,33 @@ def normalize_jsonl(
     max_nodes: int = 1000000,
 ) -> bytes:
     """The events of ``normalize`` as JSONL, written by the core with the GIL released."""
+
+@final
+class ArrowEvents:
+    """The events of one stream as Arrow record batches (docs/arrow.md); the Arrow PyCapsule
+    interface. Made by ``normalize_arrow`` only."""
+
+    def __arrow_c_schema__(self) -> object: ...
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None
+    ) -> tuple[object, object]: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __len__(self) -> int: ...
+    @property
+    def num_batches(self) -> int: ...
+
+def normalize_arrow(
+    data: bytes,
+    dialect: str | Mapping,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+    batch_rows: int = ...,
+) -> ArrowEvents:
+    """The events of ``normalize`` as Arrow record batches, built with the GIL released."""
+
+def arrow_columns() -> list[str]:
+    """The column names of ``normalize_arrow``, in order."""
 
 def normalize_files(
     inputs: list[str],
@@ -92,3 +122,7 @@ class Normalizer:
         """``feed`` as JSONL bytes (``source``, if set, ends every line); same ``seq``."""
     def finish_jsonl(self) -> bytes:
         """``finish`` as JSONL bytes."""
+    def feed_arrow(self, chunk: bytes, batch_rows: int = ...) -> ArrowEvents:
+        """``feed`` as Arrow record batches; same ``seq``."""
+    def finish_arrow(self, batch_rows: int = ...) -> ArrowEvents:
+        """``finish`` as Arrow record batches."""

@@ -1,6 +1,7 @@
 //! The `checkfu_fast._native` module: argument extraction, the GIL policy and error mapping.
 //! No normalization logic lives here.
 
+mod arrow;
 mod convert;
 mod journal;
 
@@ -13,10 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::budget::{Budget, OutOfMemory, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
-use crate::event::LineMeta;
 use crate::jsonl;
 use crate::mapping::Mapping;
-use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents};
+use crate::normalize::{Engine, LineEvents};
+use crate::sink::{self, Sink};
 
 /// Inputs at least this large are processed with the GIL released.
 const DETACH_BYTES: usize = 64 << 10;
@@ -104,92 +105,48 @@ fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>
     result
 }
 
-/// Map, convert and append the events of `items` framed from `chunk`.
-fn emit(
-    py: Python<'_>,
-    items: &[Item],
-    chunk: &[u8],
-    engine: &Engine,
-    seq: &mut u64,
-    out: &Bound<'_, PyList>,
-) -> PyResult<()> {
-    let Some(dialect) = engine.dialect() else {
-        return Ok(());
-    };
-    let budget = &engine.budget;
-    let mut keys = convert::KeyCache::new();
-    let mut start = 0;
-    while start < items.len() {
-        // one group: bounded input bytes, so memory stays bounded on huge inputs
-        let mut end = start;
-        let mut bytes = 0usize;
-        while end < items.len() && (end == start || bytes < GROUP_BYTES) {
-            bytes += items.get(end).map_or(0, |it| it.span.bytes(chunk).len());
-            end += 1;
-        }
-        let group = items.get(start..end).unwrap_or_default();
-        type Ready<'c> = Vec<(Option<crate::normalize::Prepared<'c>>, &'c Item)>;
-        let work = || -> Result<Ready<'_>, OutOfMemory> {
-            group
-                .iter()
-                .map(|it| Ok((prepare(it.span.bytes(chunk), it.span.total, budget)?, it)))
-                .collect()
-        };
-        let prepared = if bytes >= DETACH_BYTES {
-            py.detach(work)
-        } else {
-            work()
-        }
-        .map_err(oom)?;
-        let map = || -> Vec<(LineEvents<'_>, Option<usize>)> {
-            prepared
-                .iter()
-                .filter_map(|(p, it)| {
-                    p.as_ref()
-                        .map(|p| (map_line(it.span.position, p, dialect), it.fallback))
-                })
-                .collect()
-        };
-        let mapped = if bytes >= DETACH_BYTES {
-            py.detach(map)
-        } else {
-            map()
-        };
-        for (rec, fallback) in &mapped {
-            if let Some(held) = fallback {
-                let head = LineEvents {
-                    position: rec.position,
-                    dialect: rec.dialect,
-                    raw: rec.raw,
-                    parsed: rec.parsed,
-                    meta: LineMeta::default(),
-                    repairs: 0,
-                    events: vec![fallback_event(*held, dialect)],
-                };
-                convert::line(py, &head, seq, &mut keys, out)?;
-            }
-            convert::line(py, rec, seq, &mut keys, out)?;
-        }
-        start = end;
-    }
-    Ok(())
+/// The dict [`Sink`]: each line's events converted and appended to `out`; prepare and map
+/// run with the GIL released for groups of at least [`DETACH_BYTES`].
+struct DictSink<'py, 'l> {
+    py: Python<'py>,
+    keys: convert::KeyCache<'py>,
+    out: &'l Bound<'py, PyList>,
 }
 
-/// Convert and append the event of a UTF-16/UTF-32 stream, if `finish` found one.
-fn emit_stream_error(
-    py: Python<'_>,
-    engine: &mut Engine,
-    seq: &mut u64,
-    out: &Bound<'_, PyList>,
-) -> PyResult<()> {
-    let Some(err) = engine.take_stream_error() else {
-        return Ok(());
-    };
-    let Some(dialect) = engine.dialect() else {
-        return Ok(());
-    };
-    let rec = err.record(dialect);
-    convert::line(py, &rec, seq, &mut convert::KeyCache::new(), out)
+impl<'py, 'l> DictSink<'py, 'l> {
+    fn new(py: Python<'py>, out: &'l Bound<'py, PyList>) -> Self {
+        DictSink {
+            py,
+            keys: convert::KeyCache::new(),
+            out,
+        }
+    }
+}
+
+impl Sink for DictSink<'_, '_> {
+    type Error = PyErr;
+
+    fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> PyResult<()> {
+        convert::line(self.py, rec, seq, &mut self.keys, self.out)
+    }
+
+    fn group_bytes(&self) -> usize {
+        GROUP_BYTES
+    }
+
+    fn work<T: Send, F: FnOnce() -> T + Send>(&mut self, bytes: usize, f: F) -> T {
+        if bytes >= DETACH_BYTES {
+            self.py.detach(f)
+        } else {
+            f()
+        }
+    }
+}
+
+impl From<OutOfMemory> for PyErr {
+    fn from(e: OutOfMemory) -> PyErr {
+        oom(e)
+    }
 }
 
 /// Normalize a whole stream (bytes) to a list of event dicts.
@@ -210,18 +167,10 @@ fn normalize<'py>(
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let big = bytes.len() >= DETACH_BYTES;
-    let items = if big {
-        py.detach(|| engine.feed(bytes))
-    } else {
-        engine.feed(bytes)
-    }
-    .map_err(oom)?;
-    gc_paused(py, big, || {
-        emit(py, &items, bytes, &engine, &mut seq, &out)?;
-        let items = engine.finish().map_err(oom)?;
-        emit(py, &items, &[], &engine, &mut seq, &out)?;
-        emit_stream_error(py, &mut engine, &mut seq, &out)
+    let mut sink = DictSink::new(py, &out);
+    gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+        sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+        sink::finish(&mut engine, &mut seq, &mut sink)
     })?;
     Ok(out)
 }
@@ -358,6 +307,34 @@ struct State {
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
 
 impl Normalizer {
+    fn arrow_step(
+        &self,
+        py: Python<'_>,
+        chunk: Option<PyBackedBytes>,
+        batch_rows: usize,
+    ) -> PyResult<arrow::ArrowEvents> {
+        if batch_rows == 0 {
+            return Err(PyValueError::new_err("batch_rows must be at least 1"));
+        }
+        let mut guard = self.lock(py);
+        let state = &mut *guard;
+        if state.failed {
+            return Err(PyValueError::new_err(FAILED));
+        }
+        if chunk.is_some() && state.engine.is_finished() {
+            return Err(PyValueError::new_err("feed() after finish()"));
+        }
+        let bytes: Option<&[u8]> = chunk.as_deref();
+        let (engine, seq) = (&mut state.engine, &mut state.seq);
+        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows));
+        out.map_err(|e| {
+            if arrow::is_oom(&e) {
+                state.failed = true;
+            }
+            arrow::failed(e)
+        })
+    }
+
     fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
         loop {
             match self.state.try_lock() {
@@ -411,10 +388,13 @@ impl Normalizer {
         let bytes: &[u8] = &chunk;
         let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
         let out = py.detach(|| {
-            let items = engine.feed(bytes)?;
             let mut out = Vec::new();
             OutOfMemory::reserve(&mut out, jsonl::out_capacity(bytes.len()))?;
-            jsonl::write_items(engine, writer, seq, &items, bytes, &mut out)?;
+            let mut sink = jsonl::JsonlSink {
+                writer,
+                out: &mut out,
+            };
+            sink::feed(engine, seq, bytes, &mut sink)?;
             Ok(out)
         });
         let out = out.map_err(|e| {
@@ -433,10 +413,12 @@ impl Normalizer {
         }
         let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
         let out = py.detach(|| {
-            let items = engine.finish()?;
             let mut out = Vec::new();
-            jsonl::write_items(engine, writer, seq, &items, &[], &mut out)?;
-            jsonl::write_stream_error(engine, writer, seq, &mut out);
+            let mut sink = jsonl::JsonlSink {
+                writer,
+                out: &mut out,
+            };
+            sink::finish(engine, seq, &mut sink)?;
             Ok(out)
         });
         let out = out.map_err(|e| {
@@ -444,6 +426,23 @@ impl Normalizer {
             oom(e)
         })?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// `feed`, but the events as Arrow record batches (GIL released); same `seq`.
+    #[pyo3(signature = (chunk, batch_rows = crate::arrow::BATCH_ROWS))]
+    fn feed_arrow(
+        &self,
+        py: Python<'_>,
+        chunk: PyBackedBytes,
+        batch_rows: usize,
+    ) -> PyResult<arrow::ArrowEvents> {
+        self.arrow_step(py, Some(chunk), batch_rows)
+    }
+
+    /// `finish`, but as Arrow record batches.
+    #[pyo3(signature = (batch_rows = crate::arrow::BATCH_ROWS))]
+    fn finish_arrow(&self, py: Python<'_>, batch_rows: usize) -> PyResult<arrow::ArrowEvents> {
+        self.arrow_step(py, None, batch_rows)
     }
 
     fn feed<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
@@ -456,20 +455,11 @@ impl Normalizer {
             return Err(PyValueError::new_err("feed() after finish()"));
         }
         let bytes: &[u8] = &chunk;
-        let engine = &mut state.engine;
-        let items = if bytes.len() >= DETACH_BYTES {
-            py.detach(|| engine.feed(bytes))
-        } else {
-            engine.feed(bytes)
-        };
-        let items = items.map_err(|e| {
-            state.failed = true;
-            oom(e)
-        })?;
         let out = PyList::empty(py);
-        let (engine, seq) = (&state.engine, &mut state.seq);
+        let (engine, seq) = (&mut state.engine, &mut state.seq);
+        let mut sink = DictSink::new(py, &out);
         let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-            emit(py, &items, bytes, engine, seq, &out)
+            sink::feed(engine, seq, bytes, &mut sink)
         });
         if done
             .as_ref()
@@ -487,11 +477,8 @@ impl Normalizer {
             return Err(PyValueError::new_err(FAILED));
         }
         let out = PyList::empty(py);
-        let done = (|| {
-            let items = state.engine.finish().map_err(oom)?;
-            emit(py, &items, &[], &state.engine, &mut state.seq, &out)?;
-            emit_stream_error(py, &mut state.engine, &mut state.seq, &out)
-        })();
+        let mut sink = DictSink::new(py, &out);
+        let done = sink::finish(&mut state.engine, &mut state.seq, &mut sink);
         if done
             .as_ref()
             .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
@@ -514,6 +501,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
+    m.add_class::<arrow::ArrowEvents>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_class::<Normalizer>()?;
