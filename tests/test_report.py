@@ -77,7 +77,8 @@ def test_by_day_groups_by_the_utc_day_of_the_timestamp(capsys):
     assert list(doc["byDay"]) == ["2026-08-20"]
     day = doc["byDay"]["2026-08-20"]
     assert (day["inputTokens"], day["outputTokens"], day["cachedTokens"]) == (117103, 1330, 102370)
-    assert doc["total"] == {**day}
+    assert {k: v for k, v in doc["total"].items() if k != "endings"} == day
+    assert doc["total"]["endings"] == {"ok": 0, "empty": 0, "failed": 1, "none": 1}
     rc, table, _ = run(["report", "--by", "day", *paths], capsys)
     assert table.splitlines()[0].startswith("Day (UTC)")
     assert "2 file(s), 1 day" in table and "unknown" not in table

@@ -178,8 +178,9 @@ def rollout_codex(files):
     second of its first reading)."""
     closed, counters, base = {}, {}, {}
 
-    def mx(a, b):
-        return {k: None if k == "costUsd" else max(a[k], b[k]) for k in a}
+    def mx(a, b):  # componentwise largest; reasoningTokens only where a reading reported it
+        keys = [*b, *(k for k in a if k not in b)]
+        return {k: None if k == "costUsd" else max(a.get(k, 0), b.get(k, 0)) for k in keys}
 
     for ds in files:
         thread = prev = burst = None
@@ -194,7 +195,12 @@ def rollout_codex(files):
             if not isinstance(info, dict):
                 continue
             u = info["total_token_usage"]
-            t = tot(u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+            t = tot(
+                u["input_tokens"],
+                u["output_tokens"],
+                u["cached_input_tokens"],
+                r=u.get("reasoning_output_tokens"),
+            )
             if cont and burst in (None, d["timestamp"][:19]):
                 burst = d["timestamp"][:19]
                 base[thread] = mx(base.get(thread, tot()), t)
@@ -209,7 +215,9 @@ def rollout_codex(files):
         segs = closed.get(th, []) + [c]
         if th in base:
             b = base[th]
-            segs[0] = {k: None if k == "costUsd" else max(segs[0][k] - b[k], 0) for k in c}
+            segs[0] = {
+                k: None if k == "costUsd" else max(segs[0][k] - b.get(k, 0), 0) for k in segs[0]
+            }
         for seg in segs:
             total = add(total, seg)
     return total if counters else None
