@@ -554,7 +554,12 @@ mod tests {
             }
             // bytes just outside the set, and UTF-8 continuation bytes, are plain
             let plain: Vec<u8> = (0..n)
-                .map(|k| [0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff][k % 7])
+                .map(|k| {
+                    [0x20u8, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff]
+                        .get(k % 7)
+                        .copied()
+                        .unwrap_or(0x20)
+                })
                 .collect();
             assert_eq!(scan_str(&plain, 0), n);
         }
