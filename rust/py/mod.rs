@@ -111,13 +111,13 @@ fn emit(
     chunk: &[u8],
     engine: &Engine,
     seq: &mut u64,
+    keys: &mut convert::KeyCache,
     out: &Bound<'_, PyList>,
 ) -> PyResult<()> {
     let Some(dialect) = engine.dialect() else {
         return Ok(());
     };
     let budget = &engine.budget;
-    let mut keys = convert::KeyCache::new();
     let mut start = 0;
     while start < items.len() {
         // one group: bounded input bytes, so memory stays bounded on huge inputs
@@ -166,9 +166,9 @@ fn emit(
                     repairs: 0,
                     events: vec![fallback_event(*held, dialect)],
                 };
-                convert::line(py, &head, seq, &mut keys, out)?;
+                convert::line(py, &head, seq, keys, out)?;
             }
-            convert::line(py, rec, seq, &mut keys, out)?;
+            convert::line(py, rec, seq, keys, out)?;
         }
         start = end;
     }
@@ -217,10 +217,11 @@ fn normalize<'py>(
         engine.feed(bytes)
     }
     .map_err(oom)?;
+    let mut keys = convert::KeyCache::new();
     gc_paused(py, big, || {
-        emit(py, &items, bytes, &engine, &mut seq, &out)?;
+        emit(py, &items, bytes, &engine, &mut seq, &mut keys, &out)?;
         let items = engine.finish().map_err(oom)?;
-        emit(py, &items, &[], &engine, &mut seq, &out)?;
+        emit(py, &items, &[], &engine, &mut seq, &mut keys, &out)?;
         emit_stream_error(py, &mut engine, &mut seq, &out)
     })?;
     Ok(out)
@@ -353,6 +354,8 @@ struct State {
     failed: bool,
     /// For `feed_jsonl`/`finish_jsonl` (which number events with the same `seq`).
     writer: jsonl::LineWriter,
+    /// Object keys as Python strings, kept from one `feed` to the next.
+    keys: convert::KeyCache,
 }
 
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
@@ -390,6 +393,7 @@ impl Normalizer {
                 seq: 0,
                 failed: false,
                 writer: jsonl::LineWriter::new(source),
+                keys: convert::KeyCache::new(),
             }),
         })
     }
@@ -467,9 +471,9 @@ impl Normalizer {
             oom(e)
         })?;
         let out = PyList::empty(py);
-        let (engine, seq) = (&state.engine, &mut state.seq);
+        let (engine, seq, keys) = (&state.engine, &mut state.seq, &mut state.keys);
         let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-            emit(py, &items, bytes, engine, seq, &out)
+            emit(py, &items, bytes, engine, seq, keys, &out)
         });
         if done
             .as_ref()
@@ -489,7 +493,15 @@ impl Normalizer {
         let out = PyList::empty(py);
         let done = (|| {
             let items = state.engine.finish().map_err(oom)?;
-            emit(py, &items, &[], &state.engine, &mut state.seq, &out)?;
+            emit(
+                py,
+                &items,
+                &[],
+                &state.engine,
+                &mut state.seq,
+                &mut state.keys,
+                &out,
+            )?;
             emit_stream_error(py, &mut state.engine, &mut state.seq, &out)
         })();
         if done
