@@ -42,6 +42,18 @@ pub fn same(ours: &Value<'_>, theirs: &serde_json::Value) -> bool {
     }
 }
 
+/// `v` holds an integer beyond `f64`'s range: serde_json (without `arbitrary_precision`) reads
+/// big integers as `f64` and rejects these as "number out of range"; Python (and this parser)
+/// take integers of up to 4000 digits.
+pub fn has_huge_int(v: &Value<'_>) -> bool {
+    match v {
+        Value::BigInt(t) => t.parse::<f64>().map_or(true, f64::is_infinite),
+        Value::Array(items) => items.iter().any(has_huge_int),
+        Value::Object(pairs) => pairs.iter().any(|(_, v)| has_huge_int(v)),
+        _ => false,
+    }
+}
+
 /// serde_json's reason for rejecting a document this project's parser may accept by design:
 /// nesting beyond serde_json's 128 levels, or a lone surrogate escape (repaired to U+FFFD here).
 pub fn rejects_by_design(e: &serde_json::Error) -> bool {
