@@ -16,10 +16,12 @@ Each input is a 4-byte header and a body:
 The stream goes through ``checkfu_fast.normalize`` and ``checkfu_fast.Normalizer`` (native)
 and ``checkfu_fast.reference.normalize`` / ``reference.Normalizer`` (Python), whole and chunked;
 all four must give identical events (types, key order and float bits compared), native events
-must be schema-valid (when ``../shared`` has the schema), and nothing but the package's typed
-errors (``checkfu_fast.CheckfuError``) may escape. A mapping document accepted by the reference
-loader (``load_dialect``) must compile in the native core too. Python coverage of the package
-(the reference) guides atheris; the native extension is not instrumented.
+must be schema-valid (when ``../shared`` has the schema), every line of
+``checkfu_fast.normalize_jsonl`` must ``json.loads`` to exactly the native event, and nothing
+but the package's typed errors (``checkfu_fast.CheckfuError``) may escape. A mapping document
+accepted by the reference loader (``load_dialect``) must compile in the native core too. Python
+coverage of the package (the reference) guides atheris; the native extension is not
+instrumented.
 """
 
 from __future__ import annotations
@@ -148,6 +150,14 @@ def check_stream(data: bytes, dialect, opts: dict, seed: int, label: str) -> Non
     if kind != "ok":
         return
     events = rest[0]
+    # the JSONL writer: every line json.loads to exactly the event normalize() gives
+    jsonl = outcome(lambda: checkfu_fast.normalize_jsonl(data, dialect, **opts))
+    if jsonl[0] != "ok":
+        raise Mismatch(f"{label}: normalize() ran, normalize_jsonl gave {jsonl!r} for {data!r}")
+    decoded = [json.loads(line) for line in jsonl[1].split(b"\n")[:-1]]
+    if canon(decoded) != canon(events):
+        raise Mismatch(f"{label}: normalize_jsonl lines != normalize() for {data!r}\n"
+                       f" jsonl={jsonl[1]!r}\n events={events!r}")  # fmt: skip
     if [e["seq"] for e in events] != list(range(len(events))):
         raise Mismatch(f"{label}: seq is not 0..n-1 for {data!r}")
     if isinstance(dialect, str) and dialect != "auto":

@@ -7,6 +7,8 @@
 # - dialect_<name> for each of the nine dialects (DIALECT_SECONDS each): that dialect only,
 #   structure-aware mutation of its real lines, seeded from vectors/events/<name>/ and
 #   ../shared/corpus/real/<name>/;
+# - parse_serde and jsonl_serde (DIALECT_SECONDS each): the parser and the JSONL writer against
+#   serde_json as an oracle;
 # - differential (SECONDS): atheris, native vs the Python reference (fuzz/requirements.txt).
 # Kept crashers in fuzz/regressions/ are replayed by every target first. Prints one line per
 # target and a total; exits non-zero on any crash (the inputs are copied to fuzz/found/).
@@ -19,7 +21,7 @@ SECONDS_PER_TARGET="${1:-60}"
 DIALECT_SECONDS="${2:-30}"
 PY="${PY:-python3}"
 DIALECT_NAMES="claude cursor codex opencode pi grok north canary solweb"
-ALL="pipeline parse mapping jsonl"
+ALL="pipeline parse mapping jsonl parse_serde jsonl_serde"
 for d in $DIALECT_NAMES; do ALL="$ALL dialect_$d"; done
 ALL="$ALL differential"
 TARGETS="${FUZZ_TARGETS:-$ALL}"
@@ -30,9 +32,13 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-sanitizer-coverage-trace-compares"
 # libFuzzer is linked into the fuzz binaries only (the core's cdylib must not link it); the
 # nine dialect binaries share the instrumented library, so each costs one link (~0.3 s)
+# an explicit --target keeps RUSTFLAGS (the instrumentation) off build scripts (serde_json's),
+# which would not link without libFuzzer
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+BIN="target/$HOST/release"
 for target in $TARGETS; do
   [ "$target" = differential ] && continue
-  cargo rustc --release --quiet --target-dir target --bin "$target" -- \
+  cargo rustc --release --quiet --target "$HOST" --target-dir target --bin "$target" -- \
     -Clink-arg="$LIBFUZZER" -Clink-arg=-lstdc++
 done
 work=$(mktemp -d)
@@ -65,7 +71,7 @@ for target in $TARGETS; do
         split_lines "$tseeds" real ../../shared/corpus/real/"$name"/*.jsonl
       fi
       secs=$DIALECT_SECONDS max_len=16384 timeout=5
-      run=(target/release/"$target");;
+      run=("$BIN/$target");;
     differential)
       if ! "$PY" -c "import atheris" 2>/dev/null; then
         echo "fuzz differential: atheris missing ($PY -m pip install -r fuzz/requirements.txt)"
@@ -75,9 +81,12 @@ for target in $TARGETS; do
       "$PY" differential.py --make-seeds "$tseeds" >/dev/null 2>&1
       secs=$SECONDS_PER_TARGET max_len=16384 timeout=10
       run=("$PY" differential.py);;
+    parse_serde|jsonl_serde)
+      tseeds=$seeds secs=$DIALECT_SECONDS max_len=65536 timeout=5
+      run=("$BIN/$target");;
     *)
       tseeds=$seeds secs=$SECONDS_PER_TARGET max_len=65536 timeout=5
-      run=(target/release/"$target");;
+      run=("$BIN/$target");;
   esac
   if [ -n "${FUZZ_CORPUS:-}" ]; then corpus="$FUZZ_CORPUS/$target"; else corpus="$work/corpus-$target"; fi
   mkdir -p "$corpus"

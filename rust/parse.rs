@@ -191,17 +191,28 @@ impl<'a> Parser<'a> {
     fn number(&mut self) -> Result<Value<'a>, JsonError> {
         let start = self.i;
         let bad = |p: &Self| p.err("invalid number", start);
-        if self.peek() == Some(b'-') {
+        let neg = self.peek() == Some(b'-');
+        if neg {
             self.i += 1;
         }
+        // the integer part, its value accumulated on the way (exact for up to 18 digits)
+        let int_start = self.i;
+        let mut acc = 0u64;
         match self.peek() {
             Some(b'0') => self.i += 1,
             Some(b'1'..=b'9') => {
-                self.digits();
+                while let Some(&c) = self.b.get(self.i) {
+                    let d = c.wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    acc = acc.wrapping_mul(10).wrapping_add(u64::from(d));
+                    self.i += 1;
+                }
             }
             _ => return Err(bad(self)),
         }
-        let int_end = self.i;
+        let digits = self.i - int_start;
         let mut is_float = false;
         if self.peek() == Some(b'.') {
             self.i += 1;
@@ -220,6 +231,11 @@ impl<'a> Parser<'a> {
             }
             is_float = true;
         }
+        if !is_float && digits <= 18 {
+            // below 10^18 < 2^63: no overflow, and -0 is the integer 0 as in Python
+            let v = acc as i64;
+            return Ok(Value::Int(if neg { -v } else { v }));
+        }
         let text = self.s.get(start..self.i).ok_or_else(|| bad(self))?;
         if is_float {
             let f: f64 = text.parse().map_err(|_| bad(self))?;
@@ -228,47 +244,50 @@ impl<'a> Parser<'a> {
             }
             return Ok(Value::Float(f));
         }
-        let digits = int_end - start - usize::from(text.starts_with('-'));
         if digits > MAX_INT_DIGITS {
             return Err(self.err("number out of range", start));
         }
         Ok(text.parse::<i64>().map_or(Value::BigInt(text), Value::Int))
     }
 
-    /// Parse a string starting at the opening quote.
+    /// Parse a string starting at the opening quote. A string without escapes (most of them) is
+    /// one [`scan_str`] and a borrow; escapes go through [`Parser::escaped`].
+    #[inline]
     fn string(&mut self) -> Result<Cow<'a, str>, JsonError> {
         let start = self.i;
-        let mut i = start + 1;
+        let at = scan_str(self.b, start + 1);
+        if self.b.get(at) == Some(&b'"') {
+            self.i = at + 1;
+            return Ok(Cow::Borrowed(self.s.get(start + 1..at).unwrap_or_default()));
+        }
+        self.escaped(start, at)
+    }
+
+    /// The rest of a string from `at`, the first quote, backslash or control byte after the
+    /// opening quote at `start`.
+    #[inline(never)]
+    fn escaped(&mut self, start: usize, mut at: usize) -> Result<Cow<'a, str>, JsonError> {
         let mut owned: Option<String> = None;
-        let mut run = i; // start of the pending unescaped run
+        let mut run = start + 1; // start of the pending unescaped run
         loop {
-            let rest = self.b.get(i..).unwrap_or_default();
-            let Some(k) = memchr::memchr2(b'"', b'\\', rest) else {
-                if let Some(j) = rest.iter().position(|&c| c < 0x20) {
-                    return Err(self.err("control character in string", i + j));
-                }
-                return Err(self.err("unterminated string", start));
-            };
-            let run_bytes = rest.get(..k).unwrap_or_default();
-            // branch-free so it vectorizes; the position is only looked for on error
-            if run_bytes.iter().fold(false, |acc, &c| acc | (c < 0x20)) {
-                let j = run_bytes.iter().position(|&c| c < 0x20).unwrap_or(0);
-                return Err(self.err("control character in string", i + j));
-            }
-            let at = i + k;
-            if self.b.get(at) == Some(&b'"') {
-                self.i = at + 1;
-                let tail = self.s.get(run..at).unwrap_or_default();
-                return Ok(match owned {
-                    None => Cow::Borrowed(tail),
-                    Some(mut s) => {
-                        if let Err(e) = OutOfMemory::reserve_str(&mut s, tail.len()) {
-                            return Err(self.out_of_memory(e));
+            match self.b.get(at) {
+                None => return Err(self.err("unterminated string", start)),
+                Some(b'"') => {
+                    self.i = at + 1;
+                    let tail = self.s.get(run..at).unwrap_or_default();
+                    return Ok(match owned {
+                        None => Cow::Borrowed(tail),
+                        Some(mut s) => {
+                            if let Err(e) = OutOfMemory::reserve_str(&mut s, tail.len()) {
+                                return Err(self.out_of_memory(e));
+                            }
+                            s.push_str(tail);
+                            Cow::Owned(s)
                         }
-                        s.push_str(tail);
-                        Cow::Owned(s)
-                    }
-                });
+                    });
+                }
+                Some(b'\\') => {}
+                Some(_) => return Err(self.err("control character in string", at)),
             }
             // a backslash at `at`: the run before it and one char (at most 4 bytes) are pushed
             let buf = owned.get_or_insert_with(String::new);
@@ -283,7 +302,7 @@ impl<'a> Parser<'a> {
                     offset: start,
                 });
             };
-            i = at + 2;
+            let mut i = at + 2;
             match e {
                 b'"' => buf.push('"'),
                 b'\\' => buf.push('\\'),
@@ -331,6 +350,7 @@ impl<'a> Parser<'a> {
                 }
             }
             run = i;
+            at = scan_str(self.b, i);
         }
     }
 
@@ -419,6 +439,67 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Bytes that end the unescaped run of a string: `"`, `\\` and the control bytes.
+#[inline(always)]
+fn special(c: u8) -> bool {
+    (c == b'"') | (c == b'\\') | (c < 0x20)
+}
+
+/// Width of one step of [`scan_str`]: a 16-byte block is one SSE2 register (x86-64's baseline).
+const BLOCK: usize = 16;
+
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// SWAR: the high bit of each byte of `x` that is `"`, `\\` or below 0x20. Bits above the
+/// lowest set one may be false positives (a borrow runs upward); the lowest one is exact.
+#[inline(always)]
+fn special_bits(x: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(LOW) & !v;
+    (zero(x ^ (LOW * u64::from(b'"')))
+        | zero(x ^ (LOW * u64::from(b'\\')))
+        | (x.wrapping_sub(LOW * 0x20) & !x))
+        & HIGH
+}
+
+/// The index in `block` of its first special byte (`BLOCK` if none).
+#[inline(always)]
+fn first_special(block: &[u8; BLOCK]) -> usize {
+    let (lo, hi) = block.split_at(8);
+    let word = |h: &[u8]| u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+    let m = special_bits(word(lo));
+    if m != 0 {
+        return m.trailing_zeros() as usize / 8;
+    }
+    8 + special_bits(word(hi)).trailing_zeros() as usize / 8
+}
+
+/// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none).
+///
+/// Each 16-byte block is first tested as a whole, branch-free (LLVM lowers the fold to SSE2
+/// compares and one `pmovmskb`, x86-64's baseline: no `unsafe`, no CPU detection), as simd-json
+/// and sonic-rs do with intrinsics; the block that has one is searched with a SWAR mask, and
+/// the last bytes of the line byte by byte.
+#[inline]
+fn scan_str(b: &[u8], mut i: usize) -> usize {
+    while let Some(block) = b.get(i..i + BLOCK) {
+        let Ok(block) = <&[u8; BLOCK]>::try_from(block) else {
+            break;
+        };
+        if block.iter().fold(false, |acc, &c| acc | special(c)) {
+            return i + first_special(block);
+        }
+        i += BLOCK;
+    }
+    while let Some(&c) = b.get(i) {
+        if special(c) {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
     let digits = b.get(at..at + 4)?;
     let mut v = 0u32;
@@ -459,6 +540,56 @@ mod tests {
             .unwrap_or((Value::Null, 9));
         assert_eq!(n, 3);
         assert_eq!(v.items().get(2).and_then(Value::as_str), Some("\u{FFFD}𐀀"));
+    }
+
+    #[test]
+    fn scan_finds_the_first_special_byte_anywhere() {
+        // every position in and across 16-byte blocks, every kind of special byte
+        for n in 0..40 {
+            for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                let mut line = vec![b'a'; n];
+                line.push(special);
+                line.extend_from_slice(b"\"zz\\\x01");
+                assert_eq!(scan_str(&line, 0), n, "{n} {special}");
+            }
+            // bytes just outside the set, and UTF-8 continuation bytes, are plain
+            let plain: Vec<u8> = (0..n)
+                .map(|k| {
+                    [0x20u8, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff]
+                        .get(k % 7)
+                        .copied()
+                        .unwrap_or(0x20)
+                })
+                .collect();
+            assert_eq!(scan_str(&plain, 0), n);
+        }
+    }
+
+    #[test]
+    fn numbers_at_the_fast_path_edges() {
+        fn v(s: &str) -> Result<Value<'_>, JsonError> {
+            parse(s).map(|p| p.0)
+        }
+        assert_eq!(v("-0"), Ok(Value::Int(0)));
+        assert_eq!(
+            v("999999999999999999"),
+            Ok(Value::Int(999_999_999_999_999_999))
+        );
+        assert_eq!(
+            v("-999999999999999999"),
+            Ok(Value::Int(-999_999_999_999_999_999))
+        );
+        assert_eq!(v("9223372036854775807"), Ok(Value::Int(i64::MAX)));
+        assert_eq!(v("-9223372036854775808"), Ok(Value::Int(i64::MIN)));
+        assert_eq!(
+            v("9223372036854775808"),
+            Ok(Value::BigInt("9223372036854775808"))
+        );
+        assert_eq!(v("12.5e1"), Ok(Value::Float(125.0)));
+        assert_eq!(v("1E2"), Ok(Value::Float(100.0)));
+        assert_eq!(err("-"), ("invalid number", 0));
+        assert_eq!(err("[1.]"), ("invalid number", 1));
+        assert_eq!(err("[-01]"), ("expected ',' or ']'", 3));
     }
 
     #[test]

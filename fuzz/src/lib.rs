@@ -2,6 +2,7 @@
 //! invariants every target checks (a panic anywhere aborts, which libFuzzer reports as a crash).
 
 pub mod dialect;
+pub mod oracle;
 pub mod tree;
 
 use _native::budget::Budget;

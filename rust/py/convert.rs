@@ -33,31 +33,33 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
-/// Object keys seen in this call, so repeated keys share one Python string.
-pub struct KeyCache<'py> {
-    map: HashMap<String, Bound<'py, PyString>, std::hash::BuildHasherDefault<Fnv>>,
+/// Object keys seen so far, so repeated keys share one Python string: one per `normalize`
+/// call, and one per `Normalizer` kept across its `feed` calls (the keys of a stream repeat from
+/// chunk to chunk). Holds at most [`CACHE_SIZE_MAX`] keys of at most [`CACHE_KEY_MAX`] bytes.
+pub struct KeyCache {
+    map: HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fnv>>,
 }
 
 const CACHE_KEY_MAX: usize = 48;
 const CACHE_SIZE_MAX: usize = 4096;
 
-impl<'py> KeyCache<'py> {
+impl KeyCache {
     pub fn new() -> Self {
         KeyCache {
             map: HashMap::default(),
         }
     }
 
-    fn key(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
+    fn key<'py>(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
         if k.len() > CACHE_KEY_MAX {
             return PyString::new(py, k);
         }
         if let Some(s) = self.map.get(k) {
-            return s.clone();
+            return s.bind(py).clone();
         }
         let s = PyString::new(py, k);
         if self.map.len() < CACHE_SIZE_MAX {
-            self.map.insert(k.to_owned(), s.clone());
+            self.map.insert(k.to_owned(), s.clone().unbind());
         }
         s
     }
@@ -124,7 +126,7 @@ impl<'py> Shared<'py> {
 pub fn value<'py>(
     py: Python<'py>,
     v: &Value<'_>,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut none = Shared::none();
     shared_value(py, v, keys, &mut none)
@@ -133,7 +135,7 @@ pub fn value<'py>(
 fn shared_value<'py>(
     py: Python<'py>,
     v: &Value<'_>,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
     shared: &mut Shared<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let obj = plain_value(py, v, keys, shared)?;
@@ -149,7 +151,7 @@ fn shared_value<'py>(
 fn plain_value<'py>(
     py: Python<'py>,
     v: &Value<'_>,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
     shared: &mut Shared<'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
@@ -188,7 +190,7 @@ pub fn line<'py>(
     py: Python<'py>,
     rec: &LineEvents<'_>,
     seq: &mut u64,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
     out: &Bound<'py, PyList>,
 ) -> PyResult<()> {
     let raw = PyString::new(py, rec.raw);
@@ -215,7 +217,7 @@ fn event<'py>(
     seq: u64,
     dialect: &Bound<'py, PyString>,
     shared: &Shared<'py>,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "v"), intern!(py, V))?;
@@ -365,7 +367,7 @@ fn extra<'py>(
     py: Python<'py>,
     x: &Extra<'_>,
     d: &Bound<'py, PyDict>,
-    keys: &mut KeyCache<'py>,
+    keys: &mut KeyCache,
 ) -> PyResult<()> {
     if let Some(c) = x.tool_class {
         d.set_item(intern!(py, "toolClass"), c)?;

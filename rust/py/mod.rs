@@ -109,17 +109,13 @@ fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>
 /// run with the GIL released for groups of at least [`DETACH_BYTES`].
 struct DictSink<'py, 'l> {
     py: Python<'py>,
-    keys: convert::KeyCache<'py>,
+    keys: &'l mut convert::KeyCache,
     out: &'l Bound<'py, PyList>,
 }
 
 impl<'py, 'l> DictSink<'py, 'l> {
-    fn new(py: Python<'py>, out: &'l Bound<'py, PyList>) -> Self {
-        DictSink {
-            py,
-            keys: convert::KeyCache::new(),
-            out,
-        }
+    fn new(py: Python<'py>, keys: &'l mut convert::KeyCache, out: &'l Bound<'py, PyList>) -> Self {
+        DictSink { py, keys, out }
     }
 }
 
@@ -127,7 +123,7 @@ impl Sink for DictSink<'_, '_> {
     type Error = PyErr;
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> PyResult<()> {
-        convert::line(self.py, rec, seq, &mut self.keys, self.out)
+        convert::line(self.py, rec, seq, self.keys, self.out)
     }
 
     fn group_bytes(&self) -> usize {
@@ -167,7 +163,8 @@ fn normalize<'py>(
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let mut sink = DictSink::new(py, &out);
+    let mut keys = convert::KeyCache::new();
+    let mut sink = DictSink::new(py, &mut keys, &out);
     gc_paused(py, bytes.len() >= DETACH_BYTES, || {
         sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
         sink::finish(&mut engine, &mut seq, &mut sink)
@@ -302,6 +299,8 @@ struct State {
     failed: bool,
     /// For `feed_jsonl`/`finish_jsonl` (which number events with the same `seq`).
     writer: jsonl::LineWriter,
+    /// Object keys as Python strings, kept from one `feed` to the next.
+    keys: convert::KeyCache,
 }
 
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
@@ -367,6 +366,7 @@ impl Normalizer {
                 seq: 0,
                 failed: false,
                 writer: jsonl::LineWriter::new(source),
+                keys: convert::KeyCache::new(),
             }),
         })
     }
@@ -456,8 +456,8 @@ impl Normalizer {
         }
         let bytes: &[u8] = &chunk;
         let out = PyList::empty(py);
-        let (engine, seq) = (&mut state.engine, &mut state.seq);
-        let mut sink = DictSink::new(py, &out);
+        let (engine, seq, keys) = (&mut state.engine, &mut state.seq, &mut state.keys);
+        let mut sink = DictSink::new(py, keys, &out);
         let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
             sink::feed(engine, seq, bytes, &mut sink)
         });
@@ -477,7 +477,7 @@ impl Normalizer {
             return Err(PyValueError::new_err(FAILED));
         }
         let out = PyList::empty(py);
-        let mut sink = DictSink::new(py, &out);
+        let mut sink = DictSink::new(py, &mut state.keys, &out);
         let done = sink::finish(&mut state.engine, &mut state.seq, &mut sink);
         if done
             .as_ref()
