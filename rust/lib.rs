@@ -4,7 +4,8 @@
 //! depth/node scan) -> [`parse`] (strict JSON into a borrowed [`value::Value`]) -> [`dialect`]
 //! (one file per CLI under [`dialects`], chosen by [`sniff`] for `auto`) -> [`event`]. The
 //! [`normalize`] module wires them per line and per stream; [`jsonl`] writes the events as JSONL
-//! without Python objects. No global state; no Python here
+//! without Python objects; [`split`] cuts a large input at newlines into ranges normalized
+//! apart. No global state; no Python here
 //! except in `py` (feature `python`), which only translates.
 
 pub mod budget;
@@ -19,6 +20,7 @@ pub mod normalize;
 pub mod parse;
 pub mod retry;
 pub mod sniff;
+pub mod split;
 pub mod value;
 
 #[cfg(feature = "python")]

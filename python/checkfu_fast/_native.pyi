@@ -56,13 +56,38 @@ def normalize_files(
     max_nodes: int,
     jobs: int | None,
     tag_source: bool,
+    split_bytes: int | None = None,
 ) -> list[bytes | tuple[int | None, str] | None]:
-    """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout).
+    """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout);
+    a large file split at newlines into ranges of about ``split_bytes`` (default 8 MiB with 2
+    threads or more, no split with 1), the same bytes as one stream (rust/split.rs).
 
     Per input: its bytes (``outputs`` is None), None (written to ``outputs[i]``), or
     ``(errno, message)`` if it could not be read or written. ``tag_source`` ends every line
     with ``"source": <input path>`` (the CLI's field for several inputs).
     """
+
+def _split_plan(
+    path: str,
+    dialect: str | Mapping,
+    split_bytes: int,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+) -> tuple[list[tuple[int, int]], str | None]:
+    """Private: ``(ranges, resume)``: a file's byte ranges cut at newlines (rust/split.rs) and
+    the dialect name of every range after the first (None for one range)."""
+
+def _normalize_range(
+    data: bytes,
+    dialect: str | Mapping,
+    offset: int,
+    last: bool,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+) -> list[dict[str, Any]]:
+    """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range)."""
 
 def validate_journal(
     data: bytes,

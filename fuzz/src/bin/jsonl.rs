@@ -48,7 +48,10 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
         assert!(line.starts_with(&prefix), "line {i}: {line}");
         let Ok((v, repairs)) = _native::parse::parse(line) else {
             // json.dumps writes an overflowed usage sum as Infinity, which strict JSON rejects
-            assert!(line.contains(":Infinity") || line.contains(":-Infinity"), "{line}");
+            assert!(
+                line.contains(":Infinity") || line.contains(":-Infinity"),
+                "{line}"
+            );
             continue;
         };
         assert_eq!(repairs, 0);
