@@ -97,7 +97,7 @@ def events_frame(events: Sequence[dict[str, Any]], source: str | None = None) ->
         name: pd.Series(list(col), dtype="int64" if name in _INTS else object)
         for name, col in zip(COLUMNS, cols, strict=True)
     }
-    return Frame(data, columns=list(COLUMNS))
+    return pd.DataFrame(data, columns=list(COLUMNS))
 
 
 def event_of_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Directory input, the same for every command and function that takes paths
 (``normalize_files``, ``audit_files``, ``checkfu-fast normalize|report|audit``, the Dask reader).
 
-The rule (docs/cli.md, "Directory input"):
+The rule (README "Directories, progress, Dask", docs/scale.md):
 
 - a path that is not a directory (a file, ``-`` for stdin, a missing path) is taken as given,
   whatever its name: naming a file is asking for it;
