@@ -9,7 +9,8 @@
 //! short forms and lowercase `\u00XX` for the rest). Objects of `parsed` follow Python dict
 //! semantics for duplicate keys (first position, last value), as the dict built by `convert.rs`.
 //!
-//! [`Stream`] drives the same pipeline as `py/mod.rs` (`emit`): prepare, map, write, per line;
+//! [`JsonlSink`] is this output's [`Sink`]; [`Stream`] drives it with the core's assembly
+//! ([`crate::sink`]), one line at a time;
 //! [`normalize_file`] runs it over a file read in chunks (bounded memory).
 
 use std::io::{Read, Write};
@@ -17,8 +18,9 @@ use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
-use crate::event::{Event, Extra, LineMeta, Num, ToolResult};
-use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents, V};
+use crate::event::{Event, Extra, Num, ToolResult};
+use crate::normalize::{Engine, LineEvents, V};
+use crate::sink::{self, Sink};
 use crate::value::Value;
 
 /// Bytes read per step by [`normalize_file`].
@@ -687,57 +689,19 @@ impl LineWriter {
     }
 }
 
-/// Append the JSONL of `items` framed from `chunk`: the twin of `py/mod.rs`'s `emit`
-/// (prepare, map, then the `dialect_fallback` notice before the first held line).
-pub fn write_items(
-    engine: &Engine,
-    writer: &mut LineWriter,
-    seq: &mut u64,
-    items: &[Item],
-    chunk: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), OutOfMemory> {
-    let Some(dialect) = engine.dialect() else {
-        return Ok(());
-    };
-    for it in items {
-        let Some(p) = prepare(it.span.bytes(chunk), it.span.total, &engine.budget)? else {
-            continue;
-        };
-        let rec = map_line(it.span.position, &p, dialect);
-        if let Some(held) = it.fallback {
-            let head = LineEvents {
-                position: rec.position,
-                dialect: rec.dialect,
-                raw: rec.raw,
-                parsed: rec.parsed,
-                meta: LineMeta::default(),
-                repairs: 0,
-                events: vec![fallback_event(held, dialect)],
-            };
-            writer.line(out, &head, seq);
-        }
-        writer.line(out, &rec, seq);
-    }
-    Ok(())
+/// The JSONL [`Sink`]: each line's events appended to `out` by `writer`.
+pub struct JsonlSink<'w> {
+    pub writer: &'w mut LineWriter,
+    pub out: &'w mut Vec<u8>,
 }
 
-/// After [`Engine::finish`]: the JSONL of a UTF-16/UTF-32 stream's event, if there is one
-/// (`emit_stream_error` in `py/mod.rs`).
-pub fn write_stream_error(
-    engine: &mut Engine,
-    writer: &mut LineWriter,
-    seq: &mut u64,
-    out: &mut Vec<u8>,
-) {
-    let Some(err) = engine.take_stream_error() else {
-        return;
-    };
-    let Some(dialect) = engine.dialect() else {
-        return;
-    };
-    let rec = err.record(dialect);
-    writer.line(out, &rec, seq);
+impl Sink for JsonlSink<'_> {
+    type Error = OutOfMemory;
+
+    fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), OutOfMemory> {
+        self.writer.line(self.out, rec, seq);
+        Ok(())
+    }
 }
 
 /// One stream's engine, numbering and writer.
@@ -769,30 +733,20 @@ impl Stream {
 
     /// Frame `chunk` and append the JSONL of the lines it completed.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), OutOfMemory> {
-        let items = self.engine.feed(chunk)?;
-        write_items(
-            &self.engine,
-            &mut self.writer,
-            &mut self.seq,
-            &items,
-            chunk,
+        let mut sink = JsonlSink {
+            writer: &mut self.writer,
             out,
-        )
+        };
+        sink::feed(&mut self.engine, &mut self.seq, chunk, &mut sink)
     }
 
     /// End of stream: the last line's events and a UTF-16/UTF-32 stream's event. Idempotent.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), OutOfMemory> {
-        let items = self.engine.finish()?;
-        write_items(
-            &self.engine,
-            &mut self.writer,
-            &mut self.seq,
-            &items,
-            &[],
+        let mut sink = JsonlSink {
+            writer: &mut self.writer,
             out,
-        )?;
-        write_stream_error(&mut self.engine, &mut self.writer, &mut self.seq, out);
-        Ok(())
+        };
+        sink::finish(&mut self.engine, &mut self.seq, &mut sink)
     }
 }
 

@@ -55,12 +55,14 @@ __all__ = [
     "audit_files",
     "load_dialect",
     "normalize",
+    "normalize_arrow",
     "normalize_files",
     "normalize_jsonl",
     "output_names",
     "reference",
     "usage_totals",
     "validate_journal",
+    "write_parquet",
 ]
 
 Event = dict[str, Any]
@@ -125,6 +127,65 @@ def normalize_jsonl(
         )
     return _native.normalize_jsonl(
         raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes
+    )
+
+
+def normalize_arrow(
+    data: bytes | str,
+    dialect: str | MappedDialect = "auto",
+    *,
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+    batch_rows: int = 65536,
+) -> Any:
+    """The events of :func:`normalize` as Arrow record batches built by the Rust core (GIL
+    released), one row per event, flat typed columns (docs/arrow.md).
+
+    The result implements the Arrow PyCapsule interface (``__arrow_c_schema__``,
+    ``__arrow_c_array__``, ``__arrow_c_stream__``): ``pyarrow.table(x)``,
+    ``pyarrow.record_batch(x)``, ``polars.from_arrow``/``polars.DataFrame(x)`` and duckdb take it
+    directly. The stream yields batches of at most ``batch_rows`` rows (and about 256 MiB of
+    text). :func:`checkfu_fast.arrow.row_to_event` turns a row back into the event dict.
+    Needs the native core.
+    """
+    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise InvalidOption(f"batch_rows must be a positive int, got {batch_rows!r}")
+    raw = _as_bytes(data)
+    if _native is None:  # pragma: no cover
+        raise RuntimeError("normalize_arrow needs the native core")
+    return _native.normalize_arrow(
+        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, batch_rows
+    )
+
+
+def write_parquet(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    dialect: str | MappedDialect = "auto",
+    max_line_bytes: int = 64 << 20,
+    max_depth: int = 64,
+    max_nodes: int = 1_000_000,
+) -> int:
+    """Normalize files into one Parquet file at ``out`` through pyarrow (the ``arrow`` extra:
+    ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
+    ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
+    per file); a directory stands for its stream files (:mod:`checkfu_fast.paths`). Written
+    batch by batch. Returns the number of rows written."""
+    from .arrow import write_parquet as _write
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    return _write(
+        _paths.expand(paths),
+        os.fspath(out),
+        dialect=dialect,
+        max_line_bytes=max_line_bytes,
+        max_depth=max_depth,
+        max_nodes=max_nodes,
     )
 
 

@@ -10,10 +10,13 @@ from typing_extensions import Self
 
 __all__ = [
     "DIALECTS",
+    "ArrowEvents",
     "Mapping",
     "Normalizer",
     "__version__",
+    "arrow_columns",
     "normalize",
+    "normalize_arrow",
     "normalize_files",
     "normalize_jsonl",
     "parse_retry",
@@ -66,6 +69,38 @@ def normalize_files(
     ``(errno, message)`` if it could not be read or written. ``tag_source`` ends every line
     with ``"source": <input path>`` (the CLI's field for several inputs).
     """
+
+@final
+class ArrowEvents:
+    """Arrow record batches of events (the Arrow PyCapsule interface; docs/arrow.md)."""
+
+    def __arrow_c_schema__(self) -> Any: ...
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
+    def __len__(self) -> int: ...
+    @property
+    def num_batches(self) -> int: ...
+
+def normalize_arrow(
+    data: bytes,
+    dialect: str | Mapping,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+    batch_rows: int = 65536,
+) -> ArrowEvents: ...
+def arrow_columns() -> list[str]: ...
+def _normalize_range_arrow(
+    data: bytes,
+    dialect: str | Mapping,
+    offset: int,
+    last: bool,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+    batch_rows: int = 65536,
+) -> ArrowEvents:
+    """Private: the Arrow batches of one range of a ``_split_plan``."""
 
 def _split_plan(
     path: str,

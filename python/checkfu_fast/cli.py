@@ -140,11 +140,45 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _parquet(args: argparse.Namespace) -> int:
+    """``--format parquet``: every input into the one Parquet file ``-o`` names."""
+    from . import write_parquet
+
+    if args.output is None:
+        return _complain("--format parquet needs -o OUT.parquet")
+    if args.reference or args.summary or "-" in args.files:
+        return _complain("--format parquet reads files (not -) and takes no --reference/--summary")
+    for d in empty_dirs(args.files):
+        return _complain(f"{d}: no stream files (*.jsonl, *.json, ...) in it")
+    files = expand(args.files)
+    for name in files:
+        if not os.path.isfile(name):
+            return _unreadable(name, FileNotFoundError(2, os.strerror(2), name))
+    rows = write_parquet(
+        files,
+        args.output,
+        dialect=args.dialect,
+        max_line_bytes=args.max_line_bytes,
+        max_depth=args.max_depth,
+        max_nodes=args.max_nodes,
+    )
+    print(f"{rows} events from {len(files)} file(s) -> {args.output}", file=sys.stderr)
+    return 0
+
+
 def _normalize(args: argparse.Namespace) -> int:
     reference.check_options(args.dialect, args.max_line_bytes, args.max_depth, args.max_nodes)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
-    out = sys.stdout.buffer
+    if args.format == "parquet":
+        return _parquet(args)
+    if args.output is not None:
+        with open(args.output, "wb") as f:
+            return _normalize_to(args, f)
+    return _normalize_to(args, sys.stdout.buffer)
+
+
+def _normalize_to(args: argparse.Namespace, out: BinaryIO) -> int:
     counts: Counter[str] = Counter()
     status = 0
     for d in empty_dirs(args.files):
@@ -402,7 +436,8 @@ EXAMPLES = {
   checkfu-fast normalize agent-output.jsonl > events.jsonl
   claude -p --output-format stream-json --verbose "hi" | checkfu-fast normalize -
   checkfu-fast normalize --dialect codex --summary run1.jsonl run2.jsonl
-  checkfu-fast normalize --dialect my-format.json stream.jsonl    # a user mapping file""",
+  checkfu-fast normalize --dialect my-format.json stream.jsonl    # a user mapping file
+  checkfu-fast normalize --format parquet -o events.parquet run1.jsonl run2.jsonl""",
     "golden": """examples:
   checkfu-fast golden                      # vectors/events
   checkfu-fast golden --reference vectors/events""",
@@ -491,6 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="normalize N files at a time in parallel, a large file split at newlines into "
         "ranges done in parallel (same output; default 1)",
+    )
+    n.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="jsonl (default) or parquet (needs -o and pyarrow: checkfu-fast[arrow])",
+    )
+    n.add_argument(
+        "-o", "--output", metavar="OUT", help="write to OUT instead of stdout (parquet: required)"
     )
     add_arguments(n)
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)

@@ -1,6 +1,7 @@
 //! The `checkfu_fast._native` module: argument extraction, the GIL policy and error mapping.
 //! No normalization logic lives here.
 
+mod arrow;
 mod convert;
 mod journal;
 
@@ -13,10 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::budget::{Budget, OutOfMemory, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
-use crate::event::LineMeta;
 use crate::jsonl;
 use crate::mapping::Mapping;
-use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents};
+use crate::normalize::{Engine, LineEvents};
+use crate::sink::{self, Sink};
 use crate::split;
 
 /// Inputs at least this large are processed with the GIL released.
@@ -105,92 +106,48 @@ fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>
     result
 }
 
-/// Map, convert and append the events of `items` framed from `chunk`.
-fn emit(
-    py: Python<'_>,
-    items: &[Item],
-    chunk: &[u8],
-    engine: &Engine,
-    seq: &mut u64,
-    out: &Bound<'_, PyList>,
-) -> PyResult<()> {
-    let Some(dialect) = engine.dialect() else {
-        return Ok(());
-    };
-    let budget = &engine.budget;
-    let mut keys = convert::KeyCache::new();
-    let mut start = 0;
-    while start < items.len() {
-        // one group: bounded input bytes, so memory stays bounded on huge inputs
-        let mut end = start;
-        let mut bytes = 0usize;
-        while end < items.len() && (end == start || bytes < GROUP_BYTES) {
-            bytes += items.get(end).map_or(0, |it| it.span.bytes(chunk).len());
-            end += 1;
-        }
-        let group = items.get(start..end).unwrap_or_default();
-        type Ready<'c> = Vec<(Option<crate::normalize::Prepared<'c>>, &'c Item)>;
-        let work = || -> Result<Ready<'_>, OutOfMemory> {
-            group
-                .iter()
-                .map(|it| Ok((prepare(it.span.bytes(chunk), it.span.total, budget)?, it)))
-                .collect()
-        };
-        let prepared = if bytes >= DETACH_BYTES {
-            py.detach(work)
-        } else {
-            work()
-        }
-        .map_err(oom)?;
-        let map = || -> Vec<(LineEvents<'_>, Option<usize>)> {
-            prepared
-                .iter()
-                .filter_map(|(p, it)| {
-                    p.as_ref()
-                        .map(|p| (map_line(it.span.position, p, dialect), it.fallback))
-                })
-                .collect()
-        };
-        let mapped = if bytes >= DETACH_BYTES {
-            py.detach(map)
-        } else {
-            map()
-        };
-        for (rec, fallback) in &mapped {
-            if let Some(held) = fallback {
-                let head = LineEvents {
-                    position: rec.position,
-                    dialect: rec.dialect,
-                    raw: rec.raw,
-                    parsed: rec.parsed,
-                    meta: LineMeta::default(),
-                    repairs: 0,
-                    events: vec![fallback_event(*held, dialect)],
-                };
-                convert::line(py, &head, seq, &mut keys, out)?;
-            }
-            convert::line(py, rec, seq, &mut keys, out)?;
-        }
-        start = end;
-    }
-    Ok(())
+/// The dict [`Sink`]: each line's events converted and appended to `out`; prepare and map
+/// run with the GIL released for groups of at least [`DETACH_BYTES`].
+struct DictSink<'py, 'l> {
+    py: Python<'py>,
+    keys: convert::KeyCache<'py>,
+    out: &'l Bound<'py, PyList>,
 }
 
-/// Convert and append the event of a UTF-16/UTF-32 stream, if `finish` found one.
-fn emit_stream_error(
-    py: Python<'_>,
-    engine: &mut Engine,
-    seq: &mut u64,
-    out: &Bound<'_, PyList>,
-) -> PyResult<()> {
-    let Some(err) = engine.take_stream_error() else {
-        return Ok(());
-    };
-    let Some(dialect) = engine.dialect() else {
-        return Ok(());
-    };
-    let rec = err.record(dialect);
-    convert::line(py, &rec, seq, &mut convert::KeyCache::new(), out)
+impl<'py, 'l> DictSink<'py, 'l> {
+    fn new(py: Python<'py>, out: &'l Bound<'py, PyList>) -> Self {
+        DictSink {
+            py,
+            keys: convert::KeyCache::new(),
+            out,
+        }
+    }
+}
+
+impl Sink for DictSink<'_, '_> {
+    type Error = PyErr;
+
+    fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> PyResult<()> {
+        convert::line(self.py, rec, seq, &mut self.keys, self.out)
+    }
+
+    fn group_bytes(&self) -> usize {
+        GROUP_BYTES
+    }
+
+    fn work<T: Send, F: FnOnce() -> T + Send>(&mut self, bytes: usize, f: F) -> T {
+        if bytes >= DETACH_BYTES {
+            self.py.detach(f)
+        } else {
+            f()
+        }
+    }
+}
+
+impl From<OutOfMemory> for PyErr {
+    fn from(e: OutOfMemory) -> PyErr {
+        oom(e)
+    }
 }
 
 /// Normalize a whole stream (bytes) to a list of event dicts.
@@ -211,18 +168,10 @@ fn normalize<'py>(
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let big = bytes.len() >= DETACH_BYTES;
-    let items = if big {
-        py.detach(|| engine.feed(bytes))
-    } else {
-        engine.feed(bytes)
-    }
-    .map_err(oom)?;
-    gc_paused(py, big, || {
-        emit(py, &items, bytes, &engine, &mut seq, &out)?;
-        let items = engine.finish().map_err(oom)?;
-        emit(py, &items, &[], &engine, &mut seq, &out)?;
-        emit_stream_error(py, &mut engine, &mut seq, &out)
+    let mut sink = DictSink::new(py, &out);
+    gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+        sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+        sink::finish(&mut engine, &mut seq, &mut sink)
     })?;
     Ok(out)
 }
@@ -354,10 +303,26 @@ fn _split_plan<'py>(
     Ok((plan.ranges, plan.resume.as_ref().map(AnyDialect::name)))
 }
 
-/// Private (`checkfu_fast.dask`): the event dicts of bytes `data` = range `[offset, ..)` of a
-/// stream split by `_split_plan`: range 0 (`offset == 0`) normalized as the stream's head
-/// with `dialect` (not finished unless `last`), a later range resumed at `offset` with
-/// `dialect` (the plan's `resume`). `seq` counts from 0 within the range.
+/// The engine for bytes `data` = range `[offset, ..)` of a stream split by `_split_plan`: range
+/// 0 (`offset == 0`) is the stream's head with `dialect`; a later range is resumed at `offset`
+/// with `dialect` (the plan's `resume`).
+pub(crate) fn range_engine(
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    offset: u64,
+) -> PyResult<Engine> {
+    match (offset, dialect) {
+        (0, d) => Ok(Engine::new(d, budget)),
+        (_, Some(d)) => Ok(Engine::resume(d, budget, offset)),
+        (_, None) => Err(PyValueError::new_err(
+            "a range after the first needs its plan's dialect, not auto",
+        )),
+    }
+}
+
+/// Private (`checkfu_fast.dask`, tests): the event dicts of one range of a `_split_plan`
+/// ([`range_engine`]; the stream is finished only when `last`). `seq` counts from 0 within
+/// the range.
 #[pyfunction]
 #[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
 #[allow(clippy::too_many_arguments)]
@@ -371,27 +336,16 @@ fn _normalize_range<'py>(
     max_depth: i64,
     max_nodes: i64,
 ) -> PyResult<Bound<'py, PyList>> {
-    let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let mut engine = match (offset, dialect) {
-        (0, d) => Engine::new(d, budget),
-        (_, Some(d)) => Engine::resume(d, budget, offset),
-        (_, None) => {
-            return Err(PyValueError::new_err(
-                "a range after the first needs its plan's dialect, not auto",
-            ))
-        }
-    };
+    let mut engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let items = py.detach(|| engine.feed(bytes)).map_err(oom)?;
-    gc_paused(py, true, || {
-        emit(py, &items, bytes, &engine, &mut seq, &out)?;
+    let mut sink = DictSink::new(py, &out);
+    gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+        sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
         if last {
-            let items = engine.finish().map_err(oom)?;
-            emit(py, &items, &[], &engine, &mut seq, &out)?;
-            emit_stream_error(py, &mut engine, &mut seq, &out)?;
+            sink::finish(&mut engine, &mut seq, &mut sink)?;
         }
         Ok(())
     })?;
@@ -473,10 +427,13 @@ impl Normalizer {
         let bytes: &[u8] = &chunk;
         let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
         let out = py.detach(|| {
-            let items = engine.feed(bytes)?;
             let mut out = Vec::new();
             OutOfMemory::reserve(&mut out, jsonl::out_capacity(bytes.len()))?;
-            jsonl::write_items(engine, writer, seq, &items, bytes, &mut out)?;
+            let mut sink = jsonl::JsonlSink {
+                writer,
+                out: &mut out,
+            };
+            sink::feed(engine, seq, bytes, &mut sink)?;
             Ok(out)
         });
         let out = out.map_err(|e| {
@@ -495,10 +452,12 @@ impl Normalizer {
         }
         let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
         let out = py.detach(|| {
-            let items = engine.finish()?;
             let mut out = Vec::new();
-            jsonl::write_items(engine, writer, seq, &items, &[], &mut out)?;
-            jsonl::write_stream_error(engine, writer, seq, &mut out);
+            let mut sink = jsonl::JsonlSink {
+                writer,
+                out: &mut out,
+            };
+            sink::finish(engine, seq, &mut sink)?;
             Ok(out)
         });
         let out = out.map_err(|e| {
@@ -518,20 +477,11 @@ impl Normalizer {
             return Err(PyValueError::new_err("feed() after finish()"));
         }
         let bytes: &[u8] = &chunk;
-        let engine = &mut state.engine;
-        let items = if bytes.len() >= DETACH_BYTES {
-            py.detach(|| engine.feed(bytes))
-        } else {
-            engine.feed(bytes)
-        };
-        let items = items.map_err(|e| {
-            state.failed = true;
-            oom(e)
-        })?;
         let out = PyList::empty(py);
-        let (engine, seq) = (&state.engine, &mut state.seq);
+        let (engine, seq) = (&mut state.engine, &mut state.seq);
+        let mut sink = DictSink::new(py, &out);
         let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-            emit(py, &items, bytes, engine, seq, &out)
+            sink::feed(engine, seq, bytes, &mut sink)
         });
         if done
             .as_ref()
@@ -549,11 +499,8 @@ impl Normalizer {
             return Err(PyValueError::new_err(FAILED));
         }
         let out = PyList::empty(py);
-        let done = (|| {
-            let items = state.engine.finish().map_err(oom)?;
-            emit(py, &items, &[], &state.engine, &mut state.seq, &out)?;
-            emit_stream_error(py, &mut state.engine, &mut state.seq, &out)
-        })();
+        let mut sink = DictSink::new(py, &out);
+        let done = sink::finish(&mut state.engine, &mut state.seq, &mut sink);
         if done
             .as_ref()
             .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
@@ -578,6 +525,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
     m.add_function(wrap_pyfunction!(_split_plan, m)?)?;
     m.add_function(wrap_pyfunction!(_normalize_range, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::_normalize_range_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
+    m.add_class::<arrow::ArrowEvents>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_class::<Normalizer>()?;

@@ -1,0 +1,183 @@
+//! `normalize_arrow`: the Arrow batches of `crate::arrow` handed to Python through the Arrow
+//! PyCapsule interface (no pyarrow at build time). Each capsule owns its FFI struct: a consumer
+//! that imports it moves the content out (its `release` becomes null); a capsule dropped
+//! unconsumed releases the data when pyo3 drops the boxed struct.
+
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyCapsule, PyTuple};
+
+use arrow_array::ffi::{to_ffi, FFI_ArrowSchema};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
+use arrow_schema::SchemaRef;
+
+use super::{budget_arg, dialect_arg};
+use crate::arrow::{ArrowSink, Failure, BATCH_ROWS};
+use crate::normalize::Engine;
+use crate::sink;
+
+fn failure(e: Failure) -> PyErr {
+    match e {
+        Failure::OutOfMemory(e) => PyMemoryError::new_err(e.to_string()),
+        Failure::Arrow(e) => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn arrow_err(e: arrow_schema::ArrowError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// The events of one stream as Arrow record batches (docs/arrow.md).
+#[pyclass(module = "checkfu_fast._native", name = "ArrowEvents", frozen)]
+pub struct ArrowEvents {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+#[pymethods]
+impl ArrowEvents {
+    /// The schema, as an `arrow_schema` capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(arrow_err)?;
+        PyCapsule::new_with_value(py, schema, c"arrow_schema")
+    }
+
+    /// All rows as one struct array: `(arrow_schema, arrow_array)` capsules. The batches are
+    /// concatenated when there are several.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let _ = requested_schema;
+        let batch = match self.batches.as_slice() {
+            [one] => one.clone(),
+            many => arrow_select::concat::concat_batches(&self.schema, many).map_err(arrow_err)?,
+        };
+        let data = StructArray::from(batch).to_data();
+        let (array, schema) = to_ffi(&data).map_err(arrow_err)?;
+        let schema = PyCapsule::new_with_value(py, schema, c"arrow_schema")?;
+        let array = PyCapsule::new_with_value(py, array, c"arrow_array")?;
+        PyTuple::new(py, [schema, array])
+    }
+
+    /// The batches as an `arrow_array_stream` capsule.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    /// The number of rows (events).
+    fn __len__(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// The number of record batches the stream yields.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<checkfu_fast ArrowEvents: {} rows, {} columns, {} batches>",
+            self.__len__(),
+            self.schema.fields().len(),
+            self.batches.len()
+        )
+    }
+}
+
+/// Normalize a whole stream to Arrow record batches, with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS))]
+pub fn normalize_arrow(
+    py: Python<'_>,
+    data: PyBackedBytes,
+    dialect: &Bound<'_, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    batch_rows: usize,
+) -> PyResult<ArrowEvents> {
+    if batch_rows == 0 {
+        return Err(PyValueError::new_err("batch_rows must be at least 1"));
+    }
+    let mut engine = Engine::new(
+        dialect_arg(dialect)?,
+        budget_arg(max_line_bytes, max_depth, max_nodes)?,
+    );
+    let bytes: &[u8] = &data;
+    let (schema, batches) = py
+        .detach(|| {
+            let mut sink = ArrowSink::new(batch_rows);
+            let mut seq = 0u64;
+            sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+            sink::finish(&mut engine, &mut seq, &mut sink)?;
+            let schema = sink.schema();
+            Ok((schema, sink.finish()?))
+        })
+        .map_err(failure)?;
+    Ok(ArrowEvents { schema, batches })
+}
+
+/// Private (`checkfu_fast.dask`): the Arrow batches of one range of a `_split_plan` (bytes
+/// `data` at stream offset `offset`; `super::range_engine`), the stream finished only when
+/// `last`. `seq` counts from 0 within the range; positions are the stream's.
+#[pyfunction]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS))]
+#[allow(clippy::too_many_arguments)]
+pub fn _normalize_range_arrow(
+    py: Python<'_>,
+    data: PyBackedBytes,
+    dialect: &Bound<'_, PyAny>,
+    offset: u64,
+    last: bool,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    batch_rows: usize,
+) -> PyResult<ArrowEvents> {
+    if batch_rows == 0 {
+        return Err(PyValueError::new_err("batch_rows must be at least 1"));
+    }
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let mut engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
+    let bytes: &[u8] = &data;
+    let (schema, batches) = py
+        .detach(|| {
+            let mut sink = ArrowSink::new(batch_rows);
+            let mut seq = 0u64;
+            sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+            if last {
+                sink::finish(&mut engine, &mut seq, &mut sink)?;
+            }
+            let schema = sink.schema();
+            Ok((schema, sink.finish()?))
+        })
+        .map_err(failure)?;
+    Ok(ArrowEvents { schema, batches })
+}
+
+/// The column names, in order (for docs and tests).
+#[pyfunction]
+pub fn arrow_columns() -> Vec<String> {
+    crate::arrow::schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect()
+}
