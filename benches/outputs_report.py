@@ -29,6 +29,7 @@ RATIOS = (
     ("normalizer_64k", "normalize_dicts", ">= 0.9"),
     ("normalizer_jsonl_64k", "normalize_jsonl", ""),
     ("files_jobs2", "files_jobs1", ">= 1.7"),
+    ("bigfile_jobs2", "bigfile_jobs1", ""),
 )
 
 

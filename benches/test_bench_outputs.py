@@ -18,7 +18,10 @@ their ``MB`` is twice the corpus):
   floor a Python program pays just to read the lines (no events at all);
 * ``normalizer_64k`` / ``normalizer_jsonl_64k``: ``Normalizer.feed`` / ``feed_jsonl`` in
   64 KiB chunks;
-* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads.
+* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads;
+* ``bigfile_jobs1`` / ``bigfile_jobs2``: ``normalize_files`` on one file of four copies of the
+  corpus, with 1 thread (one stream) and 2 threads (split at newlines into 8 MiB ranges,
+  rust/split.rs); ``MB`` is four times the corpus.
 
 Each benchmark checks once, untimed, that its output agrees with ``normalize`` on the corpus.
 """
@@ -55,7 +58,11 @@ def _corpus(name: str, size: int, tmp: Path) -> dict[str, Any]:
         files = [tmp / f"{name}-{i}.jsonl" for i in range(2)]
         for f in files:
             f.write_bytes(data)
-        _current.update(key=key, data=data, files=files, jsonl=checkfu_fast.normalize_jsonl(data))
+        big = tmp / f"{name}-big.jsonl"
+        big.write_bytes(data * 4)
+        _current.update(
+            key=key, data=data, files=files, big=big, jsonl=checkfu_fast.normalize_jsonl(data)
+        )
     return _current
 
 
@@ -94,6 +101,8 @@ PATHS = (
     "normalizer_jsonl_64k",
     "files_jobs1",
     "files_jobs2",
+    "bigfile_jobs1",
+    "bigfile_jobs2",
 )
 
 
@@ -129,6 +138,16 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
     elif path == "normalizer_jsonl_64k":
         fn, args = _chunked_jsonl, (data,)
         agrees = fn(data) == jsonl
+    elif path.startswith("bigfile_"):
+        jobs = 1 if path == "bigfile_jobs1" else 2
+        mb *= 4
+
+        def fn(paths: list[Path], jobs: int = jobs) -> list[bytes]:
+            return checkfu_fast.normalize_files(paths, jobs=jobs)
+
+        args = ([c["big"]],)
+        (got,) = fn([c["big"]])
+        agrees = got == checkfu_fast.normalize_jsonl(c["big"].read_bytes())
     else:
         jobs = 1 if path == "files_jobs1" else 2
         fn, args = checkfu_fast.normalize_files, (files,)

@@ -14,6 +14,9 @@ __all__ = [
     "Mapping",
     "Normalizer",
     "__version__",
+    "_normalize_range",
+    "_normalize_range_arrow",
+    "_split_plan",
     "arrow_columns",
     "normalize",
     "normalize_arrow",
@@ -87,7 +90,7 @@ def normalize_arrow(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
-    batch_rows: int = 65536,
+    batch_rows: int = ...,
 ) -> ArrowEvents: ...
 def arrow_columns() -> list[str]: ...
 def _normalize_range_arrow(
@@ -98,7 +101,7 @@ def _normalize_range_arrow(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
-    batch_rows: int = 65536,
+    batch_rows: int = ...,
 ) -> ArrowEvents:
     """Private: the Arrow batches of one range of a ``_split_plan``."""
 
