@@ -32,6 +32,7 @@ RATIOS = (
     ("files_jobs2", "files_jobs1", ">= 1.7"),
     ("normalize_arrow", "normalize_dicts", ">= 2.5"),
     ("normalize_arrow_table", "normalize_dicts", ""),
+    ("bigfile_jobs2", "bigfile_jobs1", ""),
 )
 
 

@@ -22,6 +22,9 @@ their ``MB`` is twice the corpus):
 * ``normalize_arrow``: ``checkfu_fast.normalize_arrow`` (Arrow record batches built by the core);
 * ``normalize_arrow_table``: the same, then ``pyarrow.table`` of it (imported zero-copy through
   ``__arrow_c_stream__``).
+* ``bigfile_jobs1`` / ``bigfile_jobs2``: ``normalize_files`` on one file of four copies of the
+  corpus, with 1 thread (one stream) and 2 threads (split at newlines into 8 MiB ranges,
+  rust/split.rs); ``MB`` is four times the corpus.
 
 Each benchmark checks once, untimed, that its output agrees with ``normalize`` on the corpus.
 """
@@ -58,7 +61,11 @@ def _corpus(name: str, size: int, tmp: Path) -> dict[str, Any]:
         files = [tmp / f"{name}-{i}.jsonl" for i in range(2)]
         for f in files:
             f.write_bytes(data)
-        _current.update(key=key, data=data, files=files, jsonl=checkfu_fast.normalize_jsonl(data))
+        big = tmp / f"{name}-big.jsonl"
+        big.write_bytes(data * 4)
+        _current.update(
+            key=key, data=data, files=files, big=big, jsonl=checkfu_fast.normalize_jsonl(data)
+        )
     return _current
 
 
@@ -99,6 +106,8 @@ PATHS = (
     "files_jobs2",
     "normalize_arrow",
     "normalize_arrow_table",
+    "bigfile_jobs1",
+    "bigfile_jobs2",
 )
 
 
@@ -153,6 +162,16 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
         pytest.importorskip("pyarrow")
         fn, args = _arrow_table, (data,)
         agrees = _arrow_agrees(data, jsonl)
+    elif path.startswith("bigfile_"):
+        jobs = 1 if path == "bigfile_jobs1" else 2
+        mb *= 4
+
+        def fn(paths: list[Path], jobs: int = jobs) -> list[bytes]:
+            return checkfu_fast.normalize_files(paths, jobs=jobs)
+
+        args = ([c["big"]],)
+        (got,) = fn([c["big"]])
+        agrees = got == checkfu_fast.normalize_jsonl(c["big"].read_bytes())
     else:
         jobs = 1 if path == "files_jobs1" else 2
         fn, args = checkfu_fast.normalize_files, (files,)

@@ -84,6 +84,15 @@ fn start(h: &[u8], eos: bool, detect: bool) -> Start {
     }
 }
 
+/// True when a detecting framer would frame bytes starting with `h` as plain UTF-8 from their
+/// first byte (no BOM skipped, no UTF-16/UTF-32 stream, nothing to wait for); `eos` when `h` is
+/// all there is. `split.rs` cuts a stream only where this holds, so a range normalized as a
+/// stream of its own frames like the same bytes inside the whole stream.
+pub fn plain_start(h: &[u8], eos: bool) -> bool {
+    let h = h.get(..4).unwrap_or(h);
+    start(h, eos, true) == Start::Plain
+}
+
 /// The UTF-16/UTF-32 part of [`start`]: `None` when `h` cannot begin such a stream.
 fn wide_start(h: &[u8], eos: bool) -> Option<Start> {
     let ascii = |b: &u8| (0x01..=0x7f).contains(b);
@@ -235,6 +244,26 @@ impl Framer {
             detect: true,
             ..Framer::new(max_line_bytes)
         }
+    }
+
+    /// A framer for the part of a stream that starts at byte `offset`, right after an LF of
+    /// it (a range of a split file, `split.rs`): no BOM or UTF-16/UTF-32 check (those only
+    /// exist at offset 0), positions counted from `offset`. Framing the rest of a stream with
+    /// it gives the spans the whole stream's framer gives there, as long as that one was
+    /// [`Framer::is_idle`] at `offset`.
+    pub fn resume(max_line_bytes: usize, offset: u64) -> Self {
+        Framer {
+            bom_done: true,
+            start: offset,
+            offset,
+            ..Framer::new(max_line_bytes)
+        }
+    }
+
+    /// Between lines of a UTF-8 stream: its start decided (not UTF-16/UTF-32), no partial line
+    /// held. Only then can framing continue in a [`Framer::resume`]d framer.
+    pub fn is_idle(&self) -> bool {
+        self.bom_done && self.wide.is_none() && self.total == 0 && self.head.is_empty()
     }
 
     /// The UTF-16/UTF-32 stream this is, once its first bytes said so: it gives no lines.

@@ -754,6 +754,16 @@ impl Stream {
         }
     }
 
+    /// The stream for the part of a stream from byte `offset` on ([`Engine::resume`]): `seq`
+    /// numbered from 0 again (`split::rebase` renumbers).
+    pub fn resume(dialect: AnyDialect, budget: Budget, source: Option<&str>, offset: u64) -> Self {
+        Stream {
+            engine: Engine::resume(dialect, budget, offset),
+            seq: 0,
+            writer: LineWriter::new(source),
+        }
+    }
+
     /// Frame `chunk` and append the JSONL of the lines it completed.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), OutOfMemory> {
         let mut sink = JsonlSink {

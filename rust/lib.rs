@@ -4,8 +4,9 @@
 //! depth/node scan) -> [`parse`] (strict JSON into a borrowed [`value::Value`]) -> [`dialect`]
 //! (one file per CLI under [`dialects`], chosen by [`sniff`] for `auto`) -> [`event`]. The
 //! [`normalize`] module wires them per line and per stream, [`sink`] assembles a stream's
-//! output once for every output path; [`jsonl`] writes the events as JSONL
-//! without Python objects. No global state; no Python here
+//! output once for every output path; [`jsonl`] writes the events as JSONL without Python
+//! objects; [`split`] cuts a large input at newlines into ranges normalized apart. No global
+//! state; no Python here
 //! except in `py` (feature `python`), which only translates.
 
 #[cfg(feature = "arrow")]
@@ -23,6 +24,7 @@ pub mod parse;
 pub mod retry;
 pub mod sink;
 pub mod sniff;
+pub mod split;
 pub mod value;
 
 #[cfg(feature = "python")]

@@ -305,6 +305,27 @@ impl Engine {
         }
     }
 
+    /// The engine for the part of a stream from byte `offset` on, where the whole stream's
+    /// engine was [`Engine::split_ok`] with dialect `dialect` (`split.rs`).
+    pub fn resume(dialect: AnyDialect, budget: Budget, offset: u64) -> Self {
+        Engine {
+            framer: Framer::resume(budget.max_line_bytes, offset),
+            ..Engine::new(Some(dialect), budget)
+        }
+    }
+
+    /// Nothing carried to the next line but the dialect: it is decided (no line held for
+    /// `auto`), the framer is between lines of a UTF-8 stream, and the stream is not finished.
+    /// At such a point the rest of the stream can be normalized by [`Engine::resume`] alone.
+    pub fn split_ok(&self) -> bool {
+        self.dialect.is_some() && self.held.is_empty() && self.framer.is_idle() && !self.finished
+    }
+
+    /// The stream was found to be UTF-16/UTF-32 (it gives one event at the end, no lines).
+    pub fn is_wide(&self) -> bool {
+        self.framer.wide().is_some()
+    }
+
     /// The dialect of every item returned so far (`None` while `auto` is undecided).
     pub fn dialect(&self) -> Option<&AnyDialect> {
         self.dialect.as_ref()

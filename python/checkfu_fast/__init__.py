@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from . import paths as _paths
 from . import reference
 from .audit import audit, audit_files
 from .errors import (
@@ -169,17 +170,18 @@ def write_parquet(
     max_nodes: int = 1_000_000,
 ) -> int:
     """Normalize files into one Parquet file at ``out`` through pyarrow (the ``arrow`` extra:
-        ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
-        ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
-        per file). Each file is read 16 MiB at a time and written batch by batch (memory bounded
-    by the chunk, not the file). Returns the number of rows written."""
+    ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
+    ``source`` (the input path as given), file after file, each its own stream (``seq`` from 0
+    per file); a directory stands for its stream files (:mod:`checkfu_fast.paths`). Each file is
+    read 16 MiB at a time and written batch by batch (memory bounded by the chunk, not the
+    file). Returns the number of rows written."""
     from .arrow import write_parquet as _write
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
     return _write(
-        [os.fspath(p) for p in paths],
+        _paths.expand(paths),
         os.fspath(out),
         dialect=dialect,
         max_line_bytes=max_line_bytes,
@@ -222,29 +224,40 @@ def normalize_files(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    _split_bytes: int | None = None,
 ) -> list[bytes] | list[str]:
     """Normalize many files in parallel in the Rust core (rayon, ``jobs`` threads, default the
     CPU count; the GIL is released throughout). Each file is its own stream (``seq`` from 0);
     its output is byte for byte :func:`normalize_jsonl` of its contents.
 
+    A directory in ``paths`` stands for the stream files under it (:mod:`checkfu_fast.paths`:
+    recursive, ``*.jsonl``/``*.ndjson``/``*.json``/``*.log`` and compressed ``.gz``/``.zst``
+    session files, hidden entries skipped, stable sorted order); the result then has one item
+    per file found.
+
     Without ``out_dir``: the JSONL bytes of each file, in input order. With ``out_dir``: each
     file's JSONL is streamed to ``<out_dir>/<name>`` (:func:`output_names`: ``<input file
     name>.events.jsonl``, ``~2``, ``~3``... for repeated names) and the list of the paths written
-    is returned. Files are read in 1 MiB chunks; one file is processed by one thread (a large
-    file is not split). Raises the ``OSError`` of the first file that could not be read or
-    written, after all files were processed.
+    is returned. Files are read in 1 MiB chunks. With 2 threads or more a file larger than
+    12 MiB is cut at newlines into ranges of about 8 MiB that are normalized in parallel and
+    joined (``seq`` renumbered; nothing but the dialect crosses a cut, rust/split.rs), with the
+    same bytes as one stream. Raises the ``OSError`` of the first file that could not be read
+    or written, after all files were processed. ``_split_bytes`` (private, for tests) sets the
+    range size and splits with any thread count.
     """
     if format != "jsonl":
         raise InvalidOption(f"format must be 'jsonl', got {format!r}")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
-    inputs = [os.fspath(p) for p in paths]
+    inputs = _paths.expand(paths)
     outputs = None
     if out_dir is not None:
         outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs)]
     budgets = (max_line_bytes, max_depth, max_nodes)
-    results = _files(inputs, outputs, dialect, budgets, jobs, tag_source=False)
+    results = _files(
+        inputs, outputs, dialect, budgets, jobs, tag_source=False, split_bytes=_split_bytes
+    )
     for p, r in zip(inputs, results, strict=True):
         if isinstance(r, tuple):
             raise _file_error(p, r)
@@ -259,12 +272,13 @@ def _files(
     jobs: int | None,
     *,
     tag_source: bool,
+    split_bytes: int | None = None,
 ) -> list[Any]:
     """:func:`normalize_files` without the checks: per input its bytes, None (written to its
     output) or ``(errno, message)``; ``tag_source`` adds the CLI's ``"source"`` field."""
     if _native is not None:
         return _native.normalize_files(
-            inputs, outputs, _native_dialect(dialect), *budgets, jobs, tag_source
+            inputs, outputs, _native_dialect(dialect), *budgets, jobs, tag_source, split_bytes
         )
     results: list[Any] = []  # pragma: no cover - only without the native core
     for i, p in enumerate(inputs):  # pragma: no cover

@@ -14,6 +14,9 @@ __all__ = [
     "Mapping",
     "Normalizer",
     "__version__",
+    "_normalize_range",
+    "_normalize_range_arrow",
+    "_split_plan",
     "arrow_columns",
     "normalize",
     "normalize_arrow",
@@ -86,13 +89,70 @@ def normalize_files(
     max_nodes: int,
     jobs: int | None,
     tag_source: bool,
+    split_bytes: int | None = None,
 ) -> list[bytes | tuple[int | None, str] | None]:
-    """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout).
+    """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout);
+    a large file split at newlines into ranges of about ``split_bytes`` (default 8 MiB with 2
+    threads or more, no split with 1), the same bytes as one stream (rust/split.rs).
 
     Per input: its bytes (``outputs`` is None), None (written to ``outputs[i]``), or
     ``(errno, message)`` if it could not be read or written. ``tag_source`` ends every line
     with ``"source": <input path>`` (the CLI's field for several inputs).
     """
+
+@final
+class ArrowEvents:
+    """Arrow record batches of events (the Arrow PyCapsule interface; docs/arrow.md)."""
+
+    def __arrow_c_schema__(self) -> Any: ...
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
+    def __len__(self) -> int: ...
+    @property
+    def num_batches(self) -> int: ...
+
+def normalize_arrow(
+    data: bytes,
+    dialect: str | Mapping,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+    batch_rows: int = ...,
+) -> ArrowEvents: ...
+def arrow_columns() -> list[str]: ...
+def _normalize_range_arrow(
+    data: bytes,
+    dialect: str | Mapping,
+    offset: int,
+    last: bool,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+    batch_rows: int = ...,
+) -> ArrowEvents:
+    """Private: the Arrow batches of one range of a ``_split_plan``."""
+
+def _split_plan(
+    path: str,
+    dialect: str | Mapping,
+    split_bytes: int,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+) -> tuple[list[tuple[int, int]], str | None]:
+    """Private: ``(ranges, resume)``: a file's byte ranges cut at newlines (rust/split.rs) and
+    the dialect name of every range after the first (None for one range)."""
+
+def _normalize_range(
+    data: bytes,
+    dialect: str | Mapping,
+    offset: int,
+    last: bool,
+    max_line_bytes: int = ...,
+    max_depth: int = 64,
+    max_nodes: int = 1000000,
+) -> list[dict[str, Any]]:
+    """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range)."""
 
 def validate_journal(
     data: bytes,

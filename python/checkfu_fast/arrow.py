@@ -166,11 +166,12 @@ def write_parquet(
 ) -> int:
     """:func:`checkfu_fast.write_parquet` (arguments already checked)."""
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'") from exc
     from . import Normalizer
+    from .inputs import open_input
 
     rows = 0
     writer: Any = None
@@ -179,7 +180,7 @@ def write_parquet(
             n = Normalizer(
                 dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
             )
-            with open(p, "rb") as f:
+            with open_input(p) as f:  # gzip/zstd session files decompressed as they are read
                 while True:
                     chunk = f.read(READ_CHUNK)
                     events = n.feed_arrow(chunk) if chunk else n.finish_arrow()

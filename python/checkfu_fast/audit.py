@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .inputs import open_input
+from . import paths as _paths
 
 KNOWN_DIR = Path(__file__).resolve().parent / "dialects" / "known"
 CHUNK = 1 << 20
@@ -387,19 +388,10 @@ def audit(
     return a.result()
 
 
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files in the order given; a directory means every file under it, recursively, sorted."""
-    out: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = []
-            for root, dirs, files in os.walk(p):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                found += [os.path.join(root, f) for f in files if not f.startswith(".")]
-            out += sorted(found)
-        else:
-            out.append(p)
-    return out
+def expand_paths(paths: Iterable[str], suffixes: tuple[str, ...] | None = None) -> list[str]:
+    """Files in the order given; a directory means the files under it by the rule of
+    :mod:`checkfu_fast.paths` (``suffixes=None``: every file that is not hidden)."""
+    return _paths.expand(paths, suffixes)
 
 
 def audit_files(
@@ -407,46 +399,49 @@ def audit_files(
     dialect: Any = "auto",
     *,
     reference: bool = False,
-    suffixes: tuple[str, ...] | None = (".jsonl", ".ndjson", ".jsonl.gz", ".jsonl.zst"),
+    suffixes: tuple[str, ...] | None = _paths.SUFFIXES,
+    progress: Any = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Audit files and directories (recursively, sorted), one file at a time in 1 MiB chunks;
-    ``-`` is stdin.
+    """Audit files and directories, one file at a time in 1 MiB chunks; ``-`` is stdin.
 
-    Files found inside a directory are kept only when their name ends with one of ``suffixes``
-    (None keeps all); a file named directly is always read. Returns the report and the list of
-    files that could not be read (as ``"name: reason"``).
+    Directories are walked by the rule of :mod:`checkfu_fast.paths` (recursive, hidden entries
+    skipped, stable sorted order); files found inside one are kept only when their name ends
+    with one of ``suffixes`` (default the shared stream suffixes; None keeps all); a file named
+    directly is always read. Returns the report and the list of files that could not be read,
+    and of directories without any file to read (as ``"name: reason"``). ``progress``: a
+    :class:`checkfu_fast.progress.Progress` told of every chunk and file (the CLI's).
     """
     a = Auditor()
-    failed: list[str] = []
-    for name in _select(paths, suffixes):
+    paths = list(paths)
+    failed: list[str] = [
+        f"{d}: no stream files in it"
+        for d in paths
+        if d != "-" and os.path.isdir(d) and not _paths.expand([d], suffixes)
+    ]
+    for name in _paths.expand(paths, suffixes):
         try:
             if name == "-":
-                _feed(a, sys.stdin.buffer, name, dialect, reference)
+                _feed(a, sys.stdin.buffer, name, dialect, reference, progress)
             else:
                 with open_input(name) as f:
-                    _feed(a, f, name, dialect, reference)
+                    _feed(a, f, name, dialect, reference, progress)
         except OSError as exc:
             failed.append(f"{name}: {exc.strerror or exc}")
             continue
+        finally:
+            if progress is not None:
+                progress.file_done(name)
         a.files += 1
     return a.result(), failed
 
 
-def _feed(a: Auditor, f: Any, name: str, dialect: Any, reference: bool) -> None:
+def _feed(a: Auditor, f: Any, name: str, dialect: Any, reference: bool, progress: Any) -> None:
     n = _normalizer(dialect, reference)
     while chunk := f.read(CHUNK):
+        if progress is not None:
+            progress.read(len(chunk))
         a.add(n.feed(chunk), name)
     a.add(n.finish(), name)
-
-
-def _select(paths: Iterable[str], suffixes: tuple[str, ...] | None) -> list[str]:
-    out: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            out += [f for f in expand_paths([p]) if suffixes is None or f.endswith(tuple(suffixes))]
-        else:
-            out.append(p)
-    return out
 
 
 def has_unknowns(report: dict[str, Any]) -> bool:
@@ -504,9 +499,16 @@ def main(args: Any) -> int:
     """``checkfu-fast audit``: exit 0, or 1 with ``--strict`` when anything is unknown or a file
     could not be read."""
     from . import reference as ref
+    from .progress import Progress, wanted
 
     ref.check_options(args.dialect, 1, 1, 1)
-    report, failed = audit_files(args.files, args.dialect, reference=args.reference)
+    progress = Progress(_paths.expand(args.files), wanted(getattr(args, "progress", None)))
+    try:
+        report, failed = audit_files(
+            args.files, args.dialect, reference=args.reference, progress=progress
+        )
+    finally:
+        progress.close()
     for f in failed:
         print(f"checkfu-fast: {f}", file=sys.stderr)
     if args.json:

@@ -1,7 +1,7 @@
 """The command line: ``checkfu-fast COMMAND ...`` or ``python -m checkfu_fast COMMAND ...``.
 
 Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples):
-  normalize [--dialect D] [--jobs N] [--reference] [--summary] FILE...
+  normalize [--dialect D] [--jobs N] [--reference] [--summary] FILE|DIR...
                                                                events as JSONL on stdout
   golden [--reference] [DIR]                                   replay golden files, diff precisely
   journal [--reference] FILE...                                validate runner journal records
@@ -40,6 +40,8 @@ from . import (
     report,
 )
 from .inputs import open_input, plain_fd
+from .paths import empty_dirs, expand
+from .progress import Progress, add_arguments, wanted
 
 CHUNK = 1 << 20
 
@@ -66,6 +68,7 @@ def _stream(
     args: argparse.Namespace,
     source: str | None,
     counts: Counter[str],
+    progress: Progress | None = None,
 ) -> None:
     """Normalize what can be read from ``fd`` as it arrives: each read returns what is
     available (a pipe gives its lines as they are written) and its events are written and
@@ -104,6 +107,8 @@ def _stream(
             return src.read(CHUNK)
 
     while chunk := read():
+        if progress is not None:
+            progress.read(len(chunk))
         if data := feed(chunk):
             out.write(data)
             out.flush()
@@ -111,25 +116,30 @@ def _stream(
     out.flush()
 
 
-def _parallel(args: argparse.Namespace, out: BinaryIO, many: bool) -> int:
-    """``--jobs N``: files normalized N at a time in parallel by the core, written in order
-    (the same bytes as one at a time)."""
+def _parallel(
+    args: argparse.Namespace, files: list[str], out: BinaryIO, many: bool, progress: Progress
+) -> int:
+    """``--jobs N``: files normalized N at a time in parallel by the core, a large file cut at
+    newlines into ranges normalized in parallel (rust/split.rs), written in order (the same
+    bytes as one at a time)."""
     from . import _files
 
     status = 0
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
-    for i in range(0, len(args.files), args.jobs):
-        batch = args.files[i : i + args.jobs]
+    for i in range(0, len(files), args.jobs):
+        batch = files[i : i + args.jobs]
         results = _files(batch, None, args.dialect, budgets, args.jobs, tag_source=many)
         for name, r in zip(batch, results, strict=True):
             if isinstance(r, tuple):
                 errno, message = r
                 text = os.strerror(errno) if errno is not None else message
+                progress.clear()
                 print(f"checkfu-fast: {name}: {text}", file=sys.stderr)
                 status = 1
             else:
                 out.write(r)
                 out.flush()
+            progress.file_done(name)
     return status
 
 
@@ -150,18 +160,21 @@ def _parquet(args: argparse.Namespace) -> int:
         return _complain("--format parquet needs -o OUT.parquet")
     if args.reference or args.summary or "-" in args.files:
         return _complain("--format parquet reads files (not -) and takes no --reference/--summary")
-    for name in args.files:
+    for d in empty_dirs(args.files):
+        return _complain(f"{d}: no stream files (*.jsonl, *.json, ...) in it")
+    files = expand(args.files)
+    for name in files:
         if not os.path.isfile(name):
             return _unreadable(name, FileNotFoundError(2, os.strerror(2), name))
     rows = write_parquet(
-        args.files,
+        files,
         args.output,
         dialect=args.dialect,
         max_line_bytes=args.max_line_bytes,
         max_depth=args.max_depth,
         max_nodes=args.max_nodes,
     )
-    print(f"{rows} events from {len(args.files)} file(s) -> {args.output}", file=sys.stderr)
+    print(f"{rows} events from {len(files)} file(s) -> {args.output}", file=sys.stderr)
     return 0
 
 
@@ -180,32 +193,41 @@ def _normalize(args: argparse.Namespace) -> int:
 def _normalize_to(args: argparse.Namespace, out: BinaryIO) -> int:
     counts: Counter[str] = Counter()
     status = 0
-    many = len(args.files) > 1
+    for d in empty_dirs(args.files):
+        status = _complain(f"{d}: no stream files (*.jsonl, *.json, ...) in it")
+    files = expand(args.files)
+    many = len(files) > 1
+    progress = Progress(files, wanted(args.progress))
     try:
-        if args.jobs > 1 and not (args.reference or args.summary or "-" in args.files):
-            status = _parallel(args, out, many)
+        if args.jobs > 1 and not (args.reference or args.summary or "-" in files):
+            status = max(status, _parallel(args, files, out, many, progress))
         else:
-            for name in args.files:
+            for name in files:
                 try:
                     if name == "-":
-                        _stream(sys.stdin.buffer.fileno(), out, args, "-" if many else None, counts)
+                        fd = sys.stdin.buffer.fileno()
+                        _stream(fd, out, args, "-" if many else None, counts, progress)
                     else:
                         with open_input(name) as f:
                             fd = plain_fd(f)
                             src = f if fd is None else fd
-                            _stream(src, out, args, name if many else None, counts)
+                            _stream(src, out, args, name if many else None, counts, progress)
                 except BrokenPipeError:
                     raise
                 except OSError as exc:
+                    progress.clear()
                     status = _unreadable(name, exc)
+                progress.file_done(name)
         out.flush()
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): stop quietly, as a filter does
         _quiet_stdout()
         return 0
+    finally:
+        progress.close()
     if args.summary:
         total = sum(counts.values())
-        print(f"{total} events from {len(args.files)} file(s)", file=sys.stderr)
+        print(f"{total} events from {len(files)} file(s)", file=sys.stderr)
         for key, n in sorted(counts.items()):
             print(f"  {n:6d}  {key}", file=sys.stderr)
     return status
@@ -505,7 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     n = _command(sub, "normalize", "normalize agent streams to events/v1 JSONL")
-    n.add_argument("files", nargs="+", metavar="FILE", help="input file, or - for stdin")
+    n.add_argument(
+        "files", nargs="+", metavar="FILE|DIR", help="input file, directory, or - for stdin"
+    )
     _add_dialect(n)
     n.add_argument("--reference", action="store_true", help="use the pure-Python reference")
     n.add_argument("--summary", action="store_true", help="print event counts to stderr")
@@ -514,7 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="normalize N files at a time in parallel (same output; default 1)",
+        help="normalize N files at a time in parallel, a large file split at newlines into "
+        "ranges done in parallel (same output; default 1)",
     )
     n.add_argument(
         "--format",
@@ -525,6 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument(
         "-o", "--output", metavar="OUT", help="write to OUT instead of stdout (parquet: required)"
     )
+    add_arguments(n)
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)
     n.add_argument("--max-depth", type=int, default=64)
     n.add_argument("--max-nodes", type=int, default=1_000_000)
@@ -559,12 +585,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep = _command(sub, "report", "token and cost totals per session or model")
     report.add_arguments(rep)
     _add_dialect(rep)
+    add_arguments(rep)
     a = _command(sub, "audit", "drift radar: unknown record types and fields per dialect")
     a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     _add_dialect(a)
     a.add_argument("--json", action="store_true", help="print the report as one JSON object")
     a.add_argument("--strict", action="store_true", help="exit 1 when anything is unknown")
     a.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
+    add_arguments(a)
     return p
 
 

@@ -2,25 +2,26 @@
 
 Each file is streamed through :class:`checkfu_fast.Normalizer` in 1 MiB chunks and folded into
 one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of sessions and
-models, not by the number or size of the files. Directories are walked recursively in sorted
-order, taking only ``*.jsonl`` and ``*.json`` files.
+models, not by the number or size of the files. Directories are walked by the shared rule of
+:mod:`checkfu_fast.paths` (recursive, stream file suffixes only, hidden entries skipped, stable
+sorted order).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from . import Normalizer
 from .inputs import open_input
+from .paths import empty_dirs, expand
+from .progress import Progress, wanted
 from .usage import UsageFold
 
 CHUNK = 1 << 20
-SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".jsonl.zst")
 _KEYS = {"session": "bySession", "model": "byModel", "day": "byDay"}
 _HEADS = {"session": ["Session", "Dialect"], "model": ["Model"], "day": ["Day (UTC)"]}
 
@@ -33,24 +34,19 @@ def add_arguments(r: Any) -> None:
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
-    """Every input: files as given, directories walked recursively (sorted; the names in
-    ``SUFFIXES``: *.jsonl, *.json, *.jsonl.gz, *.jsonl.zst)."""
-    for path in paths:
-        if path != "-" and os.path.isdir(path):
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                for name in sorted(files):
-                    if name.endswith(SUFFIXES):
-                        yield os.path.join(root, name)
-        else:
-            yield path
+    """Every input: files as given, directories walked (:func:`checkfu_fast.paths.expand`)."""
+    yield from expand(paths)
 
 
-def fold_stream(fold: UsageFold, src: BinaryIO, dialect: Any = "auto") -> None:
+def fold_stream(
+    fold: UsageFold, src: BinaryIO, dialect: Any = "auto", progress: Progress | None = None
+) -> None:
     """Normalize one stream chunk by chunk and fold its events (none are kept)."""
     n = Normalizer(dialect)
     fold.start_stream()
     while chunk := src.read(CHUNK):
+        if progress is not None:
+            progress.read(len(chunk))
         for ev in n.feed(chunk):
             fold.add(ev)
     for ev in n.finish():
@@ -143,18 +139,26 @@ def table(totals: dict[str, Any], by: str, files: int) -> str:
 def main(args: argparse.Namespace) -> int:
     fold = UsageFold()
     status = files = 0
-    for name in iter_files(args.paths):
+    for d in empty_dirs(args.paths):
+        print(f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr)
+        status = 1
+    names = list(iter_files(args.paths))
+    progress = Progress(names, wanted(getattr(args, "progress", None)))
+    for name in names:
         try:
             if name == "-":
-                fold_stream(fold, sys.stdin.buffer, args.dialect)
+                fold_stream(fold, sys.stdin.buffer, args.dialect, progress)
             else:
                 with open_input(name) as f:
-                    fold_stream(fold, f, args.dialect)
+                    fold_stream(fold, f, args.dialect, progress)
             files += 1
         except OSError as exc:
             fold.end_stream()
+            progress.clear()
             print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
             status = 1
+        progress.file_done(name)
+    progress.close()
     totals = fold.totals(by_day=args.by == "day")
     if args.json:
         key = _KEYS[args.by]

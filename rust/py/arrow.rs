@@ -162,6 +162,44 @@ pub fn is_oom(e: &Failure) -> bool {
     matches!(e, Failure::OutOfMemory(_))
 }
 
+/// Private (`checkfu_fast.dask`): the Arrow batches of one range of a `_split_plan` (bytes
+/// `data` at stream offset `offset`; `super::range_engine`), the stream finished only when
+/// `last`. `seq` counts from 0 within the range; positions are the stream's.
+#[pyfunction]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS))]
+#[allow(clippy::too_many_arguments)]
+pub fn _normalize_range_arrow(
+    py: Python<'_>,
+    data: PyBackedBytes,
+    dialect: &Bound<'_, PyAny>,
+    offset: u64,
+    last: bool,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    batch_rows: usize,
+) -> PyResult<ArrowEvents> {
+    if batch_rows == 0 {
+        return Err(PyValueError::new_err("batch_rows must be at least 1"));
+    }
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let mut engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
+    let bytes: &[u8] = &data;
+    let (schema, batches) = py
+        .detach(|| {
+            let mut sink = ArrowSink::new(batch_rows);
+            let mut seq = 0u64;
+            sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+            if last {
+                sink::finish(&mut engine, &mut seq, &mut sink)?;
+            }
+            let schema = sink.schema();
+            Ok((schema, sink.finish()?))
+        })
+        .map_err(failure)?;
+    Ok(ArrowEvents { schema, batches })
+}
+
 /// The column names, in order (for docs and tests).
 #[pyfunction]
 pub fn arrow_columns() -> Vec<String> {

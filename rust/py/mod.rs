@@ -18,6 +18,7 @@ use crate::jsonl;
 use crate::mapping::Mapping;
 use crate::normalize::{Engine, LineEvents};
 use crate::sink::{self, Sink};
+use crate::split;
 
 /// Inputs at least this large are processed with the GIL released.
 const DETACH_BYTES: usize = 64 << 10;
@@ -192,19 +193,14 @@ fn normalize_jsonl<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// What one file of `normalize_files` became.
-enum FileResult {
-    Bytes(Vec<u8>),
-    Written,
-    Failed(Option<i32>, String),
-}
-
-/// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout. Each item
-/// of the result is the file's bytes (`outputs` is None), None (written to its output path),
-/// or `(errno, message)` when reading or writing failed. With `tag_source` every line ends
-/// with `"source": <input path as given>` (the CLI's field for several inputs).
+/// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout; a large
+/// file is split at newlines into ranges of about `split_bytes` (`split.rs`; default 8 MiB
+/// with 2 threads or more, no split with 1), the same bytes as one stream. Each item of the
+/// result is the file's bytes (`outputs` is None), None (written to its output path), or
+/// `(errno, message)` when reading or writing failed. With `tag_source` every line ends with
+/// `"source": <input path as given>` (the CLI's field for several inputs).
 #[pyfunction]
-#[pyo3(signature = (inputs, outputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, tag_source))]
+#[pyo3(signature = (inputs, outputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, tag_source, split_bytes = None))]
 #[allow(clippy::too_many_arguments)]
 fn normalize_files<'py>(
     py: Python<'py>,
@@ -216,6 +212,7 @@ fn normalize_files<'py>(
     max_nodes: i64,
     jobs: Option<usize>,
     tag_source: bool,
+    split_bytes: Option<u64>,
 ) -> PyResult<Bound<'py, PyList>> {
     let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
@@ -229,56 +226,126 @@ fn normalize_files<'py>(
     if jobs == Some(0) {
         return Err(PyValueError::new_err("jobs must be at least 1"));
     }
-    let run = |i: usize| -> FileResult {
-        let Some(input) = inputs.get(i) else {
-            return FileResult::Failed(None, "no such input".into());
-        };
-        let path = std::path::Path::new(input);
-        let source = tag_source.then_some(input.as_str());
-        let failed = |e: std::io::Error| FileResult::Failed(e.raw_os_error(), e.to_string());
-        match outputs.as_ref().and_then(|o| o.get(i)) {
-            Some(dest) => {
-                let file = match std::fs::File::create(dest) {
-                    Ok(f) => f,
-                    Err(e) => return failed(e),
-                };
-                let mut sink = std::io::BufWriter::with_capacity(jsonl::READ_CHUNK, file);
-                match jsonl::normalize_file(path, dialect.clone(), budget, source, &mut sink) {
-                    Ok(()) => FileResult::Written,
-                    Err(e) => failed(e),
-                }
-            }
-            None => {
-                // sized once from the file's length: growing a buffer by doubling remaps it,
-                // and remapping takes the process-wide memory lock every other thread's page
-                // faults wait on
-                let size = std::fs::metadata(path).map_or(0, |m| m.len());
-                let mut sink =
-                    Vec::with_capacity(jsonl::out_capacity(usize::try_from(size).unwrap_or(0)));
-                match jsonl::normalize_file(path, dialect.clone(), budget, source, &mut sink) {
-                    Ok(()) => FileResult::Bytes(sink),
-                    Err(e) => failed(e),
-                }
-            }
-        }
-    };
+    if split_bytes == Some(0) {
+        return Err(PyValueError::new_err("split_bytes must be at least 1"));
+    }
+    let files: Vec<split::FileJob<'_>> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| split::FileJob {
+            input: std::path::Path::new(input),
+            output: outputs
+                .as_ref()
+                .and_then(|o| o.get(i))
+                .map(std::path::Path::new),
+            source: tag_source.then_some(input.as_str()),
+        })
+        .collect();
     let results = py
-        .detach(|| jsonl::par_map(inputs.len(), jobs, run))
+        .detach(|| split::normalize_files(&files, dialect, budget, jobs, split_bytes))
         .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
     let out = PyList::empty(py);
     for r in results {
         match r {
-            FileResult::Bytes(b) => out.append(PyBytes::new(py, &b))?,
-            FileResult::Written => out.append(py.None())?,
-            FileResult::Failed(errno, msg) => out.append(PyTuple::new(
+            Ok(Some(b)) => out.append(PyBytes::new(py, &b))?,
+            Ok(None) => out.append(py.None())?,
+            Err(e) => out.append(PyTuple::new(
                 py,
                 [
-                    errno.into_pyobject(py)?.into_any(),
-                    msg.into_pyobject(py)?.into_any(),
+                    e.raw_os_error().into_pyobject(py)?.into_any(),
+                    e.to_string().into_pyobject(py)?.into_any(),
                 ],
             )?)?,
         }
     }
+    Ok(out)
+}
+
+fn io_err(e: std::io::Error) -> PyErr {
+    match e.raw_os_error() {
+        Some(errno) => pyo3::exceptions::PyOSError::new_err((errno, e.to_string())),
+        None => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+    }
+}
+
+/// `(ranges, resume)` of [`_split_plan`].
+type SplitPlan = (Vec<(u64, u64)>, Option<&'static str>);
+
+/// Private (`checkfu_fast.dask`): the split plan of one file, `(ranges, resume)`: byte ranges
+/// `(start, end)` in order, cut right after LFs where nothing but the dialect crosses the cut
+/// (`split.rs`), and the name of the dialect of every range after the first (None for one
+/// range). The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (path, dialect, split_bytes, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+fn _split_plan<'py>(
+    py: Python<'py>,
+    path: &str,
+    dialect: &Bound<'py, PyAny>,
+    split_bytes: u64,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+) -> PyResult<SplitPlan> {
+    let dialect = dialect_arg(dialect)?;
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    if split_bytes == 0 {
+        return Err(PyValueError::new_err("split_bytes must be at least 1"));
+    }
+    let plan = py
+        .detach(|| {
+            let mut src = split::FileInput::open(std::path::Path::new(path))?;
+            split::plan(&mut src, dialect, budget, split_bytes)
+        })
+        .map_err(io_err)?;
+    Ok((plan.ranges, plan.resume.as_ref().map(AnyDialect::name)))
+}
+
+/// The engine for bytes `data` = range `[offset, ..)` of a stream split by `_split_plan`: range
+/// 0 (`offset == 0`) is the stream's head with `dialect`; a later range is resumed at `offset`
+/// with `dialect` (the plan's `resume`).
+pub(crate) fn range_engine(
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    offset: u64,
+) -> PyResult<Engine> {
+    match (offset, dialect) {
+        (0, d) => Ok(Engine::new(d, budget)),
+        (_, Some(d)) => Ok(Engine::resume(d, budget, offset)),
+        (_, None) => Err(PyValueError::new_err(
+            "a range after the first needs its plan's dialect, not auto",
+        )),
+    }
+}
+
+/// Private (`checkfu_fast.dask`, tests): the event dicts of one range of a `_split_plan`
+/// ([`range_engine`]; the stream is finished only when `last`). `seq` counts from 0 within
+/// the range.
+#[pyfunction]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+#[allow(clippy::too_many_arguments)]
+fn _normalize_range<'py>(
+    py: Python<'py>,
+    data: PyBackedBytes,
+    dialect: &Bound<'py, PyAny>,
+    offset: u64,
+    last: bool,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+) -> PyResult<Bound<'py, PyList>> {
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let mut engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
+    let out = PyList::empty(py);
+    let mut seq = 0u64;
+    let bytes: &[u8] = &data;
+    let mut sink = DictSink::new(py, &out);
+    gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+        sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
+        if last {
+            sink::finish(&mut engine, &mut seq, &mut sink)?;
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -501,6 +568,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
+    m.add_function(wrap_pyfunction!(_split_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(_normalize_range, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::_normalize_range_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
     m.add_class::<arrow::ArrowEvents>()?;

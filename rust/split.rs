@@ -1,0 +1,595 @@
+//! A large input cut at newlines into byte ranges that are normalized apart (in parallel by
+//! `normalize_files`, or as Dask partitions), with exactly the output of the whole stream.
+//!
+//! What a stream carries from one line to the next, and how a split keeps it:
+//! - framing: the UTF-8 BOM and the UTF-16/UTF-32 check exist only at offset 0, a line may be
+//!   cut between chunks, and positions count from the stream's start. Ranges end right after an
+//!   LF, and the framer of range `k > 0` is [`crate::framing::Framer::resume`]d at its start
+//!   offset (positions right, no BOM check). A cut is also only made where the bytes after it
+//!   would start a plain UTF-8 stream ([`plain_start`]: not a BOM, no NUL pattern), so a range
+//!   normalized as a stream of its own (the Arrow/Dask path) frames the same lines too.
+//! - `auto`: lines are held until one decides the dialect (or the fallback fires after 64
+//!   lines / 1 MiB, with its `dialect_fallback` notice). [`plan`] runs the framing and the
+//!   sniffing (no mapping, no output) over the head of the stream up to the first cut where
+//!   the engine is [`Engine::split_ok`] (dialect decided, nothing held, between lines): the
+//!   ranges before it are merged into range 0, which is normalized by an ordinary stream (the
+//!   same decision, the same notice), and every later range gets the decided dialect.
+//! - the dialects themselves: `map` and `meta` take one parsed line (`&self`, no state between
+//!   lines), so nothing else crosses a line boundary.
+//! - budgets are per line; an over-long line is kept whole in one range (a cut is never
+//!   inside a line); the last line without LF ends the last range (only its stream finishes).
+//! - a UTF-16/UTF-32 stream, or one where no cut is `split_ok` (say, only blank lines for
+//!   `auto`), is not split: one range, the sequential path.
+//! - `seq`: each range numbers its events from 0; [`rebase`] renumbers range `k`'s JSONL from
+//!   the number of events of the ranges before it (every line starts with
+//!   `{"v":"events/v1","seq":`), so `seq` runs on across the file.
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::budget::{Budget, OutOfMemory};
+use crate::dialect::AnyDialect;
+use crate::framing::plain_start;
+use crate::jsonl::{self, Stream, READ_CHUNK};
+use crate::normalize::Engine;
+
+/// The range size `normalize_files` aims at (a file is split when it is larger than 1.5 times
+/// this). Big enough that the per-range costs (a thread task, an output buffer, the `seq`
+/// rewrite) vanish, small enough that 2 to 16 threads get several ranges of a 100 MB file.
+pub const SPLIT_BYTES: u64 = 8 << 20;
+
+/// Bytes read per step while looking for an LF or sniffing the head.
+const PROBE: usize = 64 << 10;
+
+/// Random access to an input: a byte slice or a file.
+pub trait Input {
+    fn size(&self) -> u64;
+    /// Read into `buf` from `offset`; fewer bytes only at the end.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl Input for &[u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
+        let src = self.get(start..).unwrap_or_default();
+        let n = src.len().min(buf.len());
+        if let (Some(d), Some(s)) = (buf.get_mut(..n), src.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        Ok(n)
+    }
+}
+
+/// A file opened for one reader (each thread opens its own).
+#[derive(Debug)]
+pub struct FileInput {
+    file: std::fs::File,
+    size: u64,
+}
+
+impl FileInput {
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        let size = file.metadata()?.len();
+        Ok(FileInput { file, size })
+    }
+}
+
+impl Input for FileInput {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.seek(SeekFrom::Start(offset))?;
+        let mut n = 0;
+        while n < buf.len() {
+            match self.file.read(buf.get_mut(n..).unwrap_or_default()) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// The first offset `c >= at` right after an LF where the bytes from `c` start a plain UTF-8
+/// stream, or `None` (no such LF before the end, or only the end itself).
+fn next_cut(src: &mut dyn Input, at: u64) -> io::Result<Option<u64>> {
+    let size = src.size();
+    let mut buf = vec![0u8; PROBE];
+    // the LF at offset at - 1 already ends a line right before `at`
+    let mut pos = at.saturating_sub(1);
+    while pos < size {
+        let n = src.read_at(pos, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let block = buf.get(..n).unwrap_or_default();
+        for k in memchr::memchr_iter(b'\n', block) {
+            let c = pos + k as u64 + 1;
+            if c < at {
+                continue;
+            }
+            if c >= size {
+                return Ok(None);
+            }
+            let mut head = [0u8; 4];
+            let h = src.read_at(c, &mut head)?;
+            if plain_start(head.get(..h).unwrap_or_default(), c + (h as u64) >= size) {
+                return Ok(Some(c));
+            }
+        }
+        pos += n as u64;
+    }
+    Ok(None)
+}
+
+/// Ranges of about `target` bytes, each but the last ending right after an LF, covering the
+/// input in order (one range for a small input).
+pub fn ranges(src: &mut dyn Input, target: u64) -> io::Result<Vec<(u64, u64)>> {
+    let size = src.size();
+    let target = target.max(1);
+    let mut out = Vec::new();
+    let mut start = 0u64;
+    while size - start > target {
+        match next_cut(src, start + target)? {
+            Some(c) => {
+                out.push((start, c));
+                start = c;
+            }
+            None => break,
+        }
+    }
+    out.push((start, size));
+    Ok(out)
+}
+
+/// How one input is normalized: its ranges, and the dialect of every range after the first
+/// (`None` when there is one range).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub ranges: Vec<(u64, u64)>,
+    pub resume: Option<AnyDialect>,
+}
+
+impl Plan {
+    fn whole(size: u64) -> Self {
+        Plan {
+            ranges: vec![(0, size)],
+            resume: None,
+        }
+    }
+}
+
+fn io_oom(e: OutOfMemory) -> io::Error {
+    io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
+}
+
+/// Plan the split of `src` into ranges of about `target` bytes (see the module doc): the
+/// ranges before the first cut where the stream's engine is [`Engine::split_ok`] are merged
+/// into range 0; no such cut (or a UTF-16/UTF-32 stream) gives one range.
+pub fn plan(
+    src: &mut dyn Input,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    target: u64,
+) -> io::Result<Plan> {
+    let size = src.size();
+    let cuts = ranges(src, target)?;
+    if cuts.len() < 2 {
+        return Ok(Plan::whole(size));
+    }
+    let mut engine = Engine::new(dialect, budget);
+    let mut buf = vec![0u8; PROBE];
+    let mut pos = 0u64;
+    for (i, &(_, end)) in cuts.iter().enumerate() {
+        if i + 1 == cuts.len() {
+            break; // the last range: no cut after it
+        }
+        while pos < end {
+            let want = usize::try_from(end - pos).unwrap_or(PROBE).min(PROBE);
+            let n = src.read_at(pos, buf.get_mut(..want).unwrap_or_default())?;
+            if n == 0 {
+                return Ok(Plan::whole(size));
+            }
+            engine
+                .feed(buf.get(..n).unwrap_or_default())
+                .map_err(io_oom)?;
+            pos += n as u64;
+            if engine.is_wide() {
+                return Ok(Plan::whole(size));
+            }
+        }
+        if engine.split_ok() {
+            let mut out = vec![(0, end)];
+            out.extend(cuts.get(i + 1..).unwrap_or_default().iter().copied());
+            return Ok(Plan {
+                ranges: out,
+                resume: engine.dialect().cloned(),
+            });
+        }
+    }
+    Ok(Plan::whole(size))
+}
+
+/// The JSONL prefix of every event line, right before its `seq`.
+const SEQ_PREFIX: &[u8] = b"{\"v\":\"events/v1\",\"seq\":";
+
+/// Append `jsonl` (a range's events, `seq` from 0) to `out` with `seq` numbered from `base`;
+/// returns the number of events.
+pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> u64 {
+    if base == 0 {
+        out.extend_from_slice(jsonl);
+        return memchr::memchr_iter(b'\n', jsonl).count() as u64;
+    }
+    let mut n = 0u64;
+    let mut pos = 0usize;
+    for lf in memchr::memchr_iter(b'\n', jsonl) {
+        let line = jsonl.get(pos..=lf).unwrap_or_default();
+        pos = lf + 1;
+        let digits = line
+            .get(SEQ_PREFIX.len()..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if line.starts_with(SEQ_PREFIX) && digits > 0 {
+            out.extend_from_slice(SEQ_PREFIX);
+            jsonl::write_u64(out, base + n);
+            out.extend_from_slice(line.get(SEQ_PREFIX.len() + digits..).unwrap_or_default());
+        } else {
+            out.extend_from_slice(line); // never written by this crate's writer
+        }
+        n += 1;
+    }
+    out.extend_from_slice(jsonl.get(pos..).unwrap_or_default());
+    n
+}
+
+/// The stream that normalizes range `k` of `plan` (range 0 is an ordinary stream).
+pub fn range_stream(
+    plan: &Plan,
+    k: usize,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    source: Option<&str>,
+) -> Stream {
+    match (k, &plan.resume, plan.ranges.get(k)) {
+        (1.., Some(d), Some(&(start, _))) => Stream::resume(d.clone(), budget, source, start),
+        _ => Stream::new(dialect, budget, source),
+    }
+}
+
+/// The JSONL of range `k` of `plan` (its `seq` from 0), read in [`READ_CHUNK`] pieces.
+pub fn normalize_range(
+    src: &mut dyn Input,
+    plan: &Plan,
+    k: usize,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    source: Option<&str>,
+    sink: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(&(start, end)) = plan.ranges.get(k) else {
+        return Ok(());
+    };
+    let mut s = range_stream(plan, k, dialect, budget, source);
+    let mut chunk = vec![0u8; READ_CHUNK.min(usize::try_from(end - start).unwrap_or(READ_CHUNK))];
+    let mut out = Vec::new();
+    let mut pos = start;
+    while pos < end {
+        let want = usize::try_from(end - pos)
+            .unwrap_or(READ_CHUNK)
+            .min(READ_CHUNK);
+        let n = src.read_at(pos, chunk.get_mut(..want).unwrap_or_default())?;
+        if n == 0 {
+            break;
+        }
+        out.clear();
+        s.feed(chunk.get(..n).unwrap_or_default(), &mut out)
+            .map_err(io_oom)?;
+        sink.write_all(&out)?;
+        pos += n as u64;
+    }
+    // range 0 of several ends where the engine is split_ok: finishing it would add nothing,
+    // and it is not the end of the stream
+    if k + 1 == plan.ranges.len() {
+        out.clear();
+        s.finish(&mut out).map_err(io_oom)?;
+        sink.write_all(&out)?;
+    }
+    Ok(())
+}
+
+/// A whole input split into ranges of about `target` bytes, normalized range by range, one
+/// after another, and joined: the same bytes as [`jsonl::normalize_jsonl`] (the split's test
+/// and fuzz target compare the two).
+pub fn normalize_split(
+    data: &[u8],
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    target: u64,
+) -> io::Result<Vec<u8>> {
+    let mut src: &[u8] = data;
+    let plan = plan(&mut src, dialect.clone(), budget, target)?;
+    let mut out = Vec::new();
+    let mut seq = 0u64;
+    let mut part = Vec::new();
+    for k in 0..plan.ranges.len() {
+        part.clear();
+        normalize_range(&mut src, &plan, k, dialect.clone(), budget, None, &mut part)?;
+        seq += rebase(&part, seq, &mut out);
+    }
+    Ok(out)
+}
+
+/// One input of [`normalize_files`]: its path, where its JSONL goes (`None`: returned), and
+/// the `source` field to tag its events with.
+#[derive(Debug, Clone, Copy)]
+pub struct FileJob<'a> {
+    pub input: &'a Path,
+    pub output: Option<&'a Path>,
+    pub source: Option<&'a str>,
+}
+
+/// What one file became: its JSONL (`None` when it was written to its output path).
+pub type FileOutcome = io::Result<Option<Vec<u8>>>;
+
+/// Many files as JSONL on `jobs` threads (default: the available parallelism), each file
+/// split into ranges of about `split` bytes (default [`SPLIT_BYTES`] with 2 threads or more,
+/// no split with 1). Ranges are processed in waves of twice the thread count, in input order,
+/// and each wave's JSONL is renumbered and appended to its file's output before the next, so
+/// memory holds at most a wave of range outputs when writing to files. A file of one range
+/// goes straight to its sink as [`jsonl::normalize_file`] does. Results in input order.
+#[cfg(feature = "parallel")]
+pub fn normalize_files(
+    files: &[FileJob<'_>],
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    jobs: Option<usize>,
+    split: Option<u64>,
+) -> Result<Vec<FileOutcome>, rayon::ThreadPoolBuildError> {
+    use rayon::prelude::*;
+    let default = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = jobs.unwrap_or(default).max(1);
+    let target = split.unwrap_or(if threads > 1 { SPLIT_BYTES } else { u64::MAX });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    // plans (cheap: the cut search and, for the first range, framing and sniffing)
+    let planned: Vec<io::Result<Plan>> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|f| {
+                let mut src = FileInput::open(f.input)?;
+                if src.size() <= target.saturating_add(target / 2) {
+                    return Ok(Plan::whole(src.size()));
+                }
+                plan(&mut src, dialect.clone(), budget, target)
+            })
+            .collect()
+    });
+    let mut plans: Vec<Option<Plan>> = Vec::with_capacity(planned.len());
+    let mut errors: Vec<Option<io::Error>> = Vec::with_capacity(planned.len());
+    for p in planned {
+        match p {
+            Ok(p) => {
+                plans.push(Some(p));
+                errors.push(None);
+            }
+            Err(e) => {
+                plans.push(None);
+                errors.push(Some(e));
+            }
+        }
+    }
+    let mut tasks: Vec<(usize, usize)> = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        if let Some(p) = p {
+            tasks.extend((0..p.ranges.len()).map(|k| (i, k)));
+        }
+    }
+    /// A split file's output so far.
+    enum Acc {
+        Memory(Vec<u8>),
+        File(io::BufWriter<std::fs::File>),
+    }
+    struct State {
+        acc: Option<Acc>,
+        seq: u64,
+        error: Option<io::Error>,
+    }
+    let mut states: Vec<State> = errors
+        .into_iter()
+        .map(|error| State {
+            acc: None,
+            seq: 0,
+            error,
+        })
+        .collect();
+    let run = |&(i, k): &(usize, usize)| -> io::Result<Option<Vec<u8>>> {
+        let (Some(f), Some(Some(p))) = (files.get(i), plans.get(i)) else {
+            return Ok(None);
+        };
+        if p.ranges.len() == 1 {
+            return match f.output {
+                Some(dest) => {
+                    let file = std::fs::File::create(dest)?;
+                    let mut sink = io::BufWriter::with_capacity(READ_CHUNK, file);
+                    jsonl::normalize_file(f.input, dialect.clone(), budget, f.source, &mut sink)?;
+                    Ok(None)
+                }
+                None => {
+                    let size = p.ranges.first().map_or(0, |r| r.1);
+                    let mut sink =
+                        Vec::with_capacity(jsonl::out_capacity(usize::try_from(size).unwrap_or(0)));
+                    jsonl::normalize_file(f.input, dialect.clone(), budget, f.source, &mut sink)?;
+                    Ok(Some(sink))
+                }
+            };
+        }
+        let mut src = FileInput::open(f.input)?;
+        let len = p.ranges.get(k).map_or(0, |r| r.1 - r.0);
+        let mut sink = Vec::with_capacity(jsonl::out_capacity(usize::try_from(len).unwrap_or(0)));
+        normalize_range(&mut src, p, k, dialect.clone(), budget, f.source, &mut sink)?;
+        Ok(Some(sink))
+    };
+    let wave = (2 * threads).max(1);
+    for batch in tasks.chunks(wave) {
+        let results: Vec<io::Result<Option<Vec<u8>>>> =
+            pool.install(|| batch.par_iter().map(run).collect());
+        for (&(i, k), r) in batch.iter().zip(results) {
+            let (Some(st), Some(Some(p))) = (states.get_mut(i), plans.get(i)) else {
+                continue;
+            };
+            let last = k + 1 == p.ranges.len();
+            if st.error.is_some() {
+                continue;
+            }
+            match r {
+                Err(e) => st.error = Some(e),
+                Ok(None) => {}
+                Ok(Some(part)) if p.ranges.len() == 1 => st.acc = Some(Acc::Memory(part)),
+                Ok(Some(part)) => {
+                    if st.acc.is_none() {
+                        st.acc = Some(match files.get(i).and_then(|f| f.output) {
+                            Some(dest) => match std::fs::File::create(dest) {
+                                Ok(file) => {
+                                    Acc::File(io::BufWriter::with_capacity(READ_CHUNK, file))
+                                }
+                                Err(e) => {
+                                    st.error = Some(e);
+                                    continue;
+                                }
+                            },
+                            None => Acc::Memory(Vec::with_capacity(jsonl::out_capacity(
+                                usize::try_from(p.ranges.last().map_or(0, |r| r.1)).unwrap_or(0),
+                            ))),
+                        });
+                    }
+                    match &mut st.acc {
+                        Some(Acc::Memory(buf)) => st.seq += rebase(&part, st.seq, buf),
+                        Some(Acc::File(w)) => {
+                            let mut buf = Vec::with_capacity(part.len() + part.len() / 64);
+                            st.seq += rebase(&part, st.seq, &mut buf);
+                            if let Err(e) = w.write_all(&buf) {
+                                st.error = Some(e);
+                            }
+                        }
+                        None => {}
+                    }
+                    if last {
+                        if let Some(Acc::File(w)) = &mut st.acc {
+                            if let Err(e) = w.flush() {
+                                st.error = Some(e);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(states
+        .into_iter()
+        .map(|st| match (st.error, st.acc) {
+            (Some(e), _) => Err(e),
+            (None, Some(Acc::Memory(b))) => Ok(Some(b)),
+            (None, _) => Ok(None),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(data: &[u8], dialect: Option<AnyDialect>, target: u64) {
+        let whole =
+            jsonl::normalize_jsonl(data, dialect.clone(), Budget::default()).unwrap_or_default();
+        let split = normalize_split(data, dialect, Budget::default(), target).unwrap_or_default();
+        assert_eq!(
+            String::from_utf8_lossy(&split),
+            String::from_utf8_lossy(&whole),
+            "target {target}"
+        );
+    }
+
+    #[test]
+    fn cuts_after_lf_and_skip_bom_and_nul_starts() {
+        let mut src: &[u8] = b"aa\nbb\n\xef\xbb\xbfcc\ndd\n";
+        // every target: each range but the last ends with LF, no range starts with a BOM
+        for t in 1..20 {
+            let r = ranges(&mut src, t).unwrap_or_default();
+            assert_eq!(r.first().map(|x| x.0), Some(0));
+            assert_eq!(r.last().map(|x| x.1), Some(src.len() as u64));
+            for w in r.windows(2) {
+                if let [(_, a), (b, _)] = w {
+                    assert_eq!(a, b);
+                    let a = usize::try_from(*a).unwrap_or(0);
+                    assert_eq!(src.get(a - 1), Some(&b'\n'));
+                    assert_ne!(src.get(a), Some(&0xef));
+                }
+            }
+        }
+        let mut nul: &[u8] = b"x\n{\0\n";
+        assert_eq!(ranges(&mut nul, 1).unwrap_or_default(), vec![(0, 5)]);
+    }
+
+    #[test]
+    fn split_equals_whole() {
+        let lines = [
+            &br#"{"type":"system","subtype":"init","session_id":"s","tools":[]}"#[..],
+            br#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]}}"#,
+            b"",
+            b"not json",
+            br#"{"type":"result","subtype":"success","result":"ok","usage":{"input_tokens":1}}"#,
+        ];
+        let mut data = b"\xef\xbb\xbf".to_vec();
+        for i in 0..40 {
+            data.extend_from_slice(lines.get(i % lines.len()).copied().unwrap_or_default());
+            data.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+        }
+        data.extend_from_slice(b"{\"type\":\"result\"}"); // no final LF
+        for t in [1, 7, 50, 100, 1000, 1 << 20] {
+            same(&data, None, t);
+            same(&data, Some(AnyDialect::Claude), t);
+            same(&data, Some(AnyDialect::Codex), t);
+        }
+        // undecided `auto` (only non-decisive lines): the fallback notice, held lines
+        let plain = b"1\n2\n{}\n[]\n\"x\"\n".repeat(30);
+        for t in [1, 5, 64, 300] {
+            same(&plain, None, t);
+        }
+        // UTF-16: one range
+        let wide: Vec<u8> = "{\"a\":1}\n"
+            .repeat(20)
+            .bytes()
+            .flat_map(|b| [b, 0])
+            .collect();
+        same(&wide, None, 4);
+        let mut src: &[u8] = &wide;
+        let p = plan(&mut src, None, Budget::default(), 4).ok();
+        assert_eq!(p.map(|p| p.ranges.len()), Some(1));
+    }
+
+    #[test]
+    fn rebase_renumbers() {
+        let part =
+            b"{\"v\":\"events/v1\",\"seq\":0,\"x\":1}\n{\"v\":\"events/v1\",\"seq\":1,\"x\":2}\n";
+        let mut out = Vec::new();
+        assert_eq!(rebase(part, 9, &mut out), 2);
+        assert_eq!(
+            out,
+            b"{\"v\":\"events/v1\",\"seq\":9,\"x\":1}\n{\"v\":\"events/v1\",\"seq\":10,\"x\":2}\n"
+        );
+    }
+}
