@@ -338,7 +338,8 @@ fn _normalize_range<'py>(
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let bytes: &[u8] = &data;
-    let mut sink = DictSink::new(py, &out);
+    let mut keys = convert::KeyCache::new();
+    let mut sink = DictSink::new(py, &mut keys, &out);
     gc_paused(py, bytes.len() >= DETACH_BYTES, || {
         sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
         if last {
