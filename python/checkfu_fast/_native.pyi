@@ -100,26 +100,6 @@ def normalize_files(
     with ``"source": <input path>`` (the CLI's field for several inputs).
     """
 
-@final
-class ArrowEvents:
-    """Arrow record batches of events (the Arrow PyCapsule interface; docs/arrow.md)."""
-
-    def __arrow_c_schema__(self) -> Any: ...
-    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
-    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
-    def __len__(self) -> int: ...
-    @property
-    def num_batches(self) -> int: ...
-
-def normalize_arrow(
-    data: bytes,
-    dialect: str | Mapping,
-    max_line_bytes: int = ...,
-    max_depth: int = 64,
-    max_nodes: int = 1000000,
-    batch_rows: int = ...,
-) -> ArrowEvents: ...
-def arrow_columns() -> list[str]: ...
 def _normalize_range_arrow(
     data: bytes,
     dialect: str | Mapping,

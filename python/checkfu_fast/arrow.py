@@ -166,8 +166,8 @@ def write_parquet(
 ) -> int:
     """:func:`checkfu_fast.write_parquet` (arguments already checked)."""
     try:
-        import pyarrow as pa  # type: ignore[import-untyped]
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'") from exc
     from . import Normalizer

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .inputs import open_input
 from . import paths as _paths
+from .inputs import open_input
 
 KNOWN_DIR = Path(__file__).resolve().parent / "dialects" / "known"
 CHUNK = 1 << 20

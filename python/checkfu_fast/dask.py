@@ -51,7 +51,7 @@ def events_frame(batches: Any, source: str) -> Frame:
     """A pandas frame of Arrow event batches (``normalize_arrow``'s result, or anything
     ``pyarrow.table`` takes) with a ``source`` column; Arrow-backed dtypes."""
     import pandas as pd  # type: ignore[import-untyped]
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     table = pa.table(batches)
     table = table.append_column(
@@ -86,9 +86,7 @@ def _partition(
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
-    batches = _native._normalize_range_arrow(
-        data, _native_dialect(dialect), start, last, *budgets
-    )
+    batches = _native._normalize_range_arrow(data, _native_dialect(dialect), start, last, *budgets)
     return events_frame(batches, path)
 
 

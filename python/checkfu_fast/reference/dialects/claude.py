@@ -401,7 +401,8 @@ def map_line(v: Any) -> list[Event]:
     if t == "auth_status":
         return _auth_status(v)
     if isinstance(t, str) and (
-        t in _SESSION_PROGRESS or t in ("queue-operation", "attachment")
+        t in _SESSION_PROGRESS
+        or t in ("queue-operation", "attachment")
         or (t == "progress" and isinstance(v.get("data"), dict))
     ):
         return _session_record(v, t)
