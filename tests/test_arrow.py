@@ -8,6 +8,7 @@ gives under ``strict_key`` (types, key order, float bits).
 
 from __future__ import annotations
 
+import datetime
 import json
 import resource
 import subprocess
@@ -151,42 +152,78 @@ def test_duckdb_reads_the_object_directly() -> None:
     assert got == [(k, n, out) for k, (n, out) in sorted(want.items())]
 
 
-# the README's query, without the day (a `timestamp` column comes with the session-file work)
+# the README's query, word for word (keep the two in step)
 QUERY = """
-WITH runs AS (
-  SELECT source, session_id, dialect, usage_model AS model,
-         max(usage_cost_usd) AS cost_usd, max(usage_output_tokens) AS output_tokens
+SET TimeZone = 'UTC';
+WITH readings AS (
+  SELECT *, CAST(CAST("timestamp" AS TIMESTAMPTZ) AS DATE) AS day
   FROM read_parquet('{path}')
-  WHERE kind = 'usage' AND usage_scope = 'cumulative'
-  GROUP BY ALL
+  WHERE kind = 'usage'
+), runs AS (
+  -- a run's counter: its largest reading, on the day of its last reading
+  SELECT usage_model AS model, max(day) AS day, max(usage_cost_usd) AS cost_usd,
+         max(usage_output_tokens) AS output_tokens
+  FROM readings WHERE usage_scope = 'cumulative'
+  GROUP BY source, session_id, usage_model
+  UNION ALL
+  -- a claude session-file message (request_id set): once across files, one whole reading
+  -- (a main-conversation one before a sidechain copy, then the largest output, then input)
+  SELECT usage_model, arg_max(day, k), NULL, arg_max(usage_output_tokens, k)
+  FROM (SELECT *, struct_pack(main := NOT sidechain, o := usage_output_tokens,
+                              i := usage_input_tokens) AS k
+        FROM readings WHERE usage_scope = 'message' AND request_id IS NOT NULL)
+  GROUP BY coalesce(message_id, request_id), usage_model
 )
-SELECT dialect, model, sum(cost_usd) AS cost_usd, sum(output_tokens) AS output_tokens
-FROM runs GROUP BY ALL ORDER BY dialect, model
+SELECT day, model, sum(cost_usd) AS cost_usd, sum(output_tokens) AS output_tokens
+FROM runs GROUP BY ALL ORDER BY day NULLS LAST, model
 """
 
 
+def utc_day(ts: str | None) -> datetime.date | None:
+    if ts is None:
+        return None
+    t = datetime.datetime.fromisoformat(ts)
+    if t.tzinfo is not None:
+        t = t.astimezone(datetime.timezone.utc)
+    return t.date()
+
+
 def readme_rule(paths: list[Path]) -> list[tuple]:
-    """The query's rule computed from normalize() events: the largest cumulative reading per
-    (file, session, model), summed per (dialect, model)."""
+    """The query's rule computed from normalize() events: per (file, session, model) the
+    largest cumulative reading, on the UTC day of its last reading; per claude session-file
+    message (across files) the winning reading; summed per (day, model)."""
     runs: dict[tuple, list] = {}
+    messages: dict[tuple, tuple] = {}
     for p in paths:
         for ev in checkfu_fast.normalize(p.read_bytes()):
-            if ev["kind"] != "usage" or ev.get("usageScope") != "cumulative":
+            if ev["kind"] != "usage":
                 continue
             u = ev["usage"]
-            key = (str(p), ev.get("sessionId"), ev["dialect"], u["model"])
-            run = runs.setdefault(key, [None, None])
-            for i, field in enumerate(("costUsd", "outputTokens")):
-                if u.get(field) is not None:
-                    run[i] = u[field] if run[i] is None else max(run[i], u[field])
+            day = utc_day(ev.get("timestamp"))
+            if ev.get("usageScope") == "cumulative":
+                key = (str(p), ev.get("sessionId"), u["model"])
+                run = runs.setdefault(key, [None, None, None])
+                if day is not None and (run[0] is None or day > run[0]):
+                    run[0] = day
+                for i, field in ((1, "costUsd"), (2, "outputTokens")):
+                    if u.get(field) is not None:
+                        run[i] = u[field] if run[i] is None else max(run[i], u[field])
+            elif ev.get("usageScope") == "message" and "requestId" in ev:
+                key = (ev.get("messageId", ev["requestId"]), u["model"])
+                rank = (not ev.get("sidechain", False), u["outputTokens"], u["inputTokens"])
+                if key not in messages or rank > messages[key][0]:
+                    messages[key] = (rank, day, u["outputTokens"])
+    rows = [(d, m, c, o) for (_, _, m), (d, c, o) in runs.items()]
+    rows += [(d, m, None, o) for (_, m), (_, d, o) in messages.items()]
     totals: dict[tuple, list] = {}
-    for (_, _, dialect, model), (cost, out) in runs.items():
-        t = totals.setdefault((dialect, model), [None, None])
+    for day, model, cost, out in rows:
+        t = totals.setdefault((day, model), [None, None])
         if cost is not None:
             t[0] = (t[0] or 0) + cost
         if out is not None:
             t[1] = (t[1] or 0) + out
-    return [(d, m, c, o) for (d, m), (c, o) in sorted(totals.items())]
+    order = sorted(totals, key=lambda k: (k[0] is None, k[0] or datetime.date.min, k[1]))
+    return [(d, m, *totals[d, m]) for d, m in order]
 
 
 def test_write_parquet_rows_and_the_readme_query(tmp_path: Path) -> None:
@@ -201,9 +238,17 @@ def test_write_parquet_rows_and_the_readme_query(tmp_path: Path) -> None:
         want += [{**ev, "source": str(p)} for ev in checkfu_fast.normalize(p.read_bytes())]
     got = [{**row_to_event(r), "source": r["source"]} for r in table.to_pylist()]
     assert strict_key(got) == strict_key(want)
+    # the README query on inputs with timestamps (claude session files, codex rollouts) and
+    # without (claude stream-json results with a cost: the null day)
+    paths = [*GOLDEN, *EXAMPLES]
+    out = tmp_path / "dated.parquet"
+    checkfu_fast.write_parquet([str(p) for p in paths], out)
     result = duckdb.sql(QUERY.format(path=out)).fetchall()
     expected = readme_rule(paths)
     assert len(result) == len(expected) > 0
+    assert any(r[0] is not None for r in result) and any(r[2] is not None for r in result)
+    readme = (ROOT / "README.md").read_text()
+    assert QUERY.strip().replace("read_parquet('{path}')", "'events.parquet'") + ";" in readme
     for g, w in zip(result, expected, strict=True):
         assert g[:2] == w[:2]
         assert g[2] == pytest.approx(w[2]) if w[2] is not None else g[2] is None
@@ -278,3 +323,18 @@ def test_write_parquet_reads_in_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     got = [row_to_event(r) for r in pq.read_table(out).to_pylist()]
     want = [ev for p in paths for ev in checkfu_fast.normalize(p.read_bytes())]
     assert strict_key(got) == strict_key(want)
+
+
+def test_reasoning_tokens_cells() -> None:
+    """`reasoningTokens`: an integer in the int64 cell, a float count also as exact JSON text."""
+    turn = '{{"type":"turn.completed","usage":{{"input_tokens":10,"output_tokens":9,' \
+        '"reasoning_output_tokens":{}}}}}'
+    data = "\n".join(turn.format(n) for n in ("4", "4.0", "2.5", "1e300")).encode()
+    events = check(data, "codex", batch_rows=1)
+    assert [ev.get("reasoningTokens") for ev in events if ev["kind"] == "usage"] == [
+        4, 4.0, 2.5, 1e300,
+    ]  # fmt: skip
+    rows = [r for r in pa.table(checkfu_fast.normalize_arrow(data, "codex")).to_pylist()
+            if r["kind"] == "usage"]  # fmt: skip
+    cells = [(r["reasoning_tokens"], r["reasoning_tokens_json"]) for r in rows]
+    assert cells == [(4, None), (4, "4.0"), (None, "2.5"), (None, "1e+300")]

@@ -106,7 +106,9 @@ def row_to_event(row: Row) -> Event:
             ("subagent_name", "name"),
             ("subagent_type", "type"),
             ("subagent_description", "description"),
+            ("subagent_prompt", "prompt"),
             ("subagent_disposition", "disposition"),
+            ("subagent_alias", "alias"),
         ):
             if row[col] is not None:
                 sub[key] = row[col]
@@ -119,8 +121,20 @@ def row_to_event(row: Row) -> Event:
         ev["retry"] = True
     if row["delta_only"]:
         ev["deltaOnly"] = True
+    if row["reasoning_tokens_json"] is not None:
+        ev["reasoningTokens"] = json.loads(row["reasoning_tokens_json"])
+    elif row["reasoning_tokens"] is not None:
+        ev["reasoningTokens"] = row["reasoning_tokens"]
+    for col, key in (("empty_result", "emptyResult"), ("answer", "answer")):
+        if row[col]:
+            ev[key] = True
+    if row["partial_arguments"] is not None:
+        ev["partialArguments"] = row["partial_arguments"]
+    if row["continuation"]:
+        ev["continuation"] = True
     for col, key in (
         ("session_id", "sessionId"),
+        ("timestamp", "timestamp"),
         ("parent_tool_use_id", "parentToolUseId"),
         ("native_type", "nativeType"),
         ("model_call_id", "modelCallId"),
@@ -142,6 +156,11 @@ def row_to_event(row: Row) -> Event:
     ):
         if row[col]:
             ev[key] = True
+    for col, key in (("request_id", "requestId"), ("agent_id", "agentId")):
+        if row[col] is not None:
+            ev[key] = row[col]
+    if row["sidechain"]:
+        ev["sidechain"] = True
     if row["repaired_surrogates"] is not None:
         ev["repairedSurrogates"] = row["repaired_surrogates"]
     ev["raw"] = row["raw"]

@@ -53,10 +53,7 @@ impl ArrowEvents {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let _ = requested_schema;
-        let batch = match self.batches.as_slice() {
-            [one] => one.clone(),
-            many => arrow_select::concat::concat_batches(&self.schema, many).map_err(arrow_err)?,
-        };
+        let batch = crate::arrow::concat(&self.schema, &self.batches).map_err(failure)?;
         let data = StructArray::from(batch).to_data();
         let (array, schema) = to_ffi(&data).map_err(arrow_err)?;
         let schema = PyCapsule::new_with_value(py, schema, c"arrow_schema")?;
