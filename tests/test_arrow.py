@@ -327,8 +327,10 @@ def test_write_parquet_reads_in_chunks(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_reasoning_tokens_cells() -> None:
     """`reasoningTokens`: an integer in the int64 cell, a float count also as exact JSON text."""
-    turn = '{{"type":"turn.completed","usage":{{"input_tokens":10,"output_tokens":9,' \
+    turn = (
+        '{{"type":"turn.completed","usage":{{"input_tokens":10,"output_tokens":9,'
         '"reasoning_output_tokens":{}}}}}'
+    )
     data = "\n".join(turn.format(n) for n in ("4", "4.0", "2.5", "1e300")).encode()
     events = check(data, "codex", batch_rows=1)
     assert [ev.get("reasoningTokens") for ev in events if ev["kind"] == "usage"] == [
