@@ -113,17 +113,30 @@ pub fn normalize_arrow(
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
-    let mut engine = Engine::new(
+    let engine = Engine::new(
         dialect_arg(dialect)?,
         budget_arg(max_line_bytes, max_depth, max_nodes)?,
     );
-    let bytes: &[u8] = &data;
+    batches(py, engine, &data, true, batch_rows)
+}
+
+/// The Arrow batches of `bytes` fed to `engine` (a fresh one) with the GIL released, the
+/// stream finished when `last`; `seq` counts from 0.
+fn batches(
+    py: Python<'_>,
+    mut engine: Engine,
+    bytes: &[u8],
+    last: bool,
+    batch_rows: usize,
+) -> PyResult<ArrowEvents> {
     let (schema, batches) = py
         .detach(|| {
             let mut sink = ArrowSink::new(batch_rows);
             let mut seq = 0u64;
             sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
-            sink::finish(&mut engine, &mut seq, &mut sink)?;
+            if last {
+                sink::finish(&mut engine, &mut seq, &mut sink)?;
+            }
             let schema = sink.schema();
             Ok((schema, sink.finish()?))
         })
@@ -180,21 +193,8 @@ pub fn _normalize_range_arrow(
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let mut engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
-    let bytes: &[u8] = &data;
-    let (schema, batches) = py
-        .detach(|| {
-            let mut sink = ArrowSink::new(batch_rows);
-            let mut seq = 0u64;
-            sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
-            if last {
-                sink::finish(&mut engine, &mut seq, &mut sink)?;
-            }
-            let schema = sink.schema();
-            Ok((schema, sink.finish()?))
-        })
-        .map_err(failure)?;
-    Ok(ArrowEvents { schema, batches })
+    let engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
+    batches(py, engine, &data, last, batch_rows)
 }
 
 /// The column names, in order (for docs and tests).

@@ -157,18 +157,31 @@ fn normalize<'py>(
     max_depth: i64,
     max_nodes: i64,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut engine = Engine::new(
+    let engine = Engine::new(
         dialect_arg(dialect)?,
         budget_arg(max_line_bytes, max_depth, max_nodes)?,
     );
+    dicts(py, engine, &data, true)
+}
+
+/// The event dicts of `bytes` fed to `engine` (a fresh one), the stream finished when `last`;
+/// `seq` counts from 0.
+fn dicts<'py>(
+    py: Python<'py>,
+    mut engine: Engine,
+    bytes: &[u8],
+    last: bool,
+) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     let mut seq = 0u64;
-    let bytes: &[u8] = &data;
     let mut keys = convert::KeyCache::new();
     let mut sink = DictSink::new(py, &mut keys, &out);
     gc_paused(py, bytes.len() >= DETACH_BYTES, || {
         sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
-        sink::finish(&mut engine, &mut seq, &mut sink)
+        if last {
+            sink::finish(&mut engine, &mut seq, &mut sink)?;
+        }
+        Ok(())
     })?;
     Ok(out)
 }
@@ -334,20 +347,8 @@ fn _normalize_range<'py>(
     max_nodes: i64,
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let mut engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
-    let out = PyList::empty(py);
-    let mut seq = 0u64;
-    let bytes: &[u8] = &data;
-    let mut keys = convert::KeyCache::new();
-    let mut sink = DictSink::new(py, &mut keys, &out);
-    gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-        sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
-        if last {
-            sink::finish(&mut engine, &mut seq, &mut sink)?;
-        }
-        Ok(())
-    })?;
-    Ok(out)
+    let engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
+    dicts(py, engine, &data, last)
 }
 
 /// Incremental normalizer: `feed(chunk)` then `finish()`.
