@@ -238,7 +238,7 @@ def normalize_files(
     Without ``out_dir``: the JSONL bytes of each file, in input order. With ``out_dir``: each
     file's JSONL is streamed to ``<out_dir>/<name>`` (:func:`output_names`: ``<input file
     name>.events.jsonl``, ``~2``, ``~3``... for repeated names) and the list of the paths written
-    is returned. Files are read in 1 MiB chunks. With 2 threads or more a file larger than
+    is returned. Files are read in 1 MiB chunks. With more threads than files a file larger than
     12 MiB is cut at newlines into ranges of about 8 MiB that are normalized in parallel and
     joined (``seq`` renumbered; nothing but the dialect crosses a cut, rust/split.rs), with the
     same bytes as one stream. Raises the ``OSError`` of the first file that could not be read

@@ -92,8 +92,8 @@ def normalize_files(
     split_bytes: int | None = None,
 ) -> list[bytes | tuple[int | None, str] | None]:
     """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout);
-    a large file split at newlines into ranges of about ``split_bytes`` (default 8 MiB with 2
-    threads or more, no split with 1), the same bytes as one stream (rust/split.rs).
+    a large file split at newlines into ranges of about ``split_bytes`` (default 8 MiB when
+    there are more threads than files, else no split), the same bytes as one stream (rust/split.rs).
 
     Per input: its bytes (``outputs`` is None), None (written to ``outputs[i]``), or
     ``(errno, message)`` if it could not be read or written. ``tag_source`` ends every line

@@ -208,7 +208,7 @@ fn normalize_jsonl<'py>(
 
 /// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout; a large
 /// file is split at newlines into ranges of about `split_bytes` (`split.rs`; default 8 MiB
-/// with 2 threads or more, no split with 1), the same bytes as one stream. Each item of the
+/// when there are more threads than files, else no split), the same bytes as one stream. Each item of the
 /// result is the file's bytes (`outputs` is None), None (written to its output path), or
 /// `(errno, message)` when reading or writing failed. With `tag_source` every line ends with
 /// `"source": <input path as given>` (the CLI's field for several inputs).
