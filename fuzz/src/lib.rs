@@ -74,6 +74,23 @@ pub fn dialects() -> Vec<Option<AnyDialect>> {
     out
 }
 
+/// The dialect an input's first byte `seed` picks (`auto` is None).
+pub fn pick_dialect(seed: u8) -> Option<AnyDialect> {
+    let all = dialects();
+    all.get(usize::from(seed) % all.len()).cloned().flatten()
+}
+
+/// The dialect and budgets an input's first byte `seed` picks: the default budgets, or small
+/// ones when the high bit is set.
+pub fn pick(seed: u8) -> (Option<AnyDialect>, Budget) {
+    let budget = if seed & 0x80 == 0 {
+        Budget::default()
+    } else {
+        small_budget(seed)
+    };
+    (pick_dialect(seed), budget)
+}
+
 /// Small budgets so the fuzzer reaches the limits quickly.
 pub fn small_budget(seed: u8) -> Budget {
     Budget {

@@ -6,22 +6,15 @@
 //! differential.
 #![no_main]
 
-use _native::budget::Budget;
 use _native::jsonl::{normalize_jsonl, write_value, Stream};
-use checkfu_fast_fuzz::{dialects, input, small_budget};
+use checkfu_fast_fuzz::{input, pick};
 
 #[no_mangle]
 pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
     // SAFETY: called by libFuzzer with a valid buffer.
     let data = unsafe { input(data, size) };
     let seed = data.first().copied().unwrap_or(0);
-    let all = dialects();
-    let d = all.get(usize::from(seed) % all.len()).cloned().flatten();
-    let budget = if seed & 0x80 == 0 {
-        Budget::default()
-    } else {
-        small_budget(seed)
-    };
+    let (d, budget) = pick(seed);
     // an allocation failure is a typed error, never an abort; the fuzzer's inputs are small
     let Ok(whole) = normalize_jsonl(data, d.clone(), budget) else {
         return 0;

@@ -7,11 +7,10 @@
 //!     under this project's parser (null when it is not JSON) — the dict `normalize()` gives.
 #![no_main]
 
-use _native::budget::Budget;
 use _native::jsonl::{normalize_jsonl, write_value};
 use _native::parse::parse;
 use checkfu_fast_fuzz::oracle::{has_huge_int, same};
-use checkfu_fast_fuzz::{dialects, input, small_budget};
+use checkfu_fast_fuzz::{input, pick};
 
 #[no_mangle]
 pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
@@ -35,13 +34,7 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
             ),
         }
     }
-    let all = dialects();
-    let d = all.get(usize::from(seed) % all.len()).cloned().flatten();
-    let budget = if seed & 0x80 == 0 {
-        Budget::default()
-    } else {
-        small_budget(seed)
-    };
+    let (d, budget) = pick(seed);
     let Ok(jsonl) = normalize_jsonl(body, d, budget) else {
         return 0;
     };

@@ -3,15 +3,14 @@
 #![no_main]
 
 use _native::budget::Budget;
-use checkfu_fast_fuzz::{dialects, input, pipeline, small_budget};
+use checkfu_fast_fuzz::{input, pick_dialect, pipeline, small_budget};
 
 #[no_mangle]
 pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
     // SAFETY: called by libFuzzer with a valid buffer.
     let data = unsafe { input(data, size) };
     let seed = data.first().copied().unwrap_or(0);
-    let all = dialects();
-    let d = all.get(usize::from(seed) % all.len()).cloned().flatten();
+    let d = pick_dialect(seed);
     pipeline(data, d.clone(), Budget::default());
     pipeline(data, d, small_budget(seed));
     0

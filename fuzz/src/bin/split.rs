@@ -7,23 +7,16 @@
 //! LF and the ranges cover the input in order.
 #![no_main]
 
-use _native::budget::Budget;
 use _native::jsonl::normalize_jsonl;
 use _native::split::{normalize_split, plan};
-use checkfu_fast_fuzz::{dialects, input, small_budget};
+use checkfu_fast_fuzz::{input, pick};
 
 #[no_mangle]
 pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
     // SAFETY: called by libFuzzer with a valid buffer.
     let data = unsafe { input(data, size) };
     let seed = data.first().copied().unwrap_or(0);
-    let all = dialects();
-    let d = all.get(usize::from(seed) % all.len()).cloned().flatten();
-    let budget = if seed & 0x80 == 0 {
-        Budget::default()
-    } else {
-        small_budget(seed)
-    };
+    let (d, budget) = pick(seed);
     let target = 1 + u64::from(data.get(1).copied().unwrap_or(0));
     let Ok(whole) = normalize_jsonl(data, d.clone(), budget) else {
         return 0;
