@@ -19,9 +19,10 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 use crate::budget::OutOfMemory;
 use crate::event::{Event, Num, ToolResult};
-use crate::jsonl::{write_f64, write_i128, write_str, write_value};
+use crate::jsonl::write_value;
 use crate::normalize::{LineEvents, V};
 use crate::sink::Sink;
+use crate::text::{write_f64, write_i128, write_str};
 use crate::value::Value;
 
 /// Rows per record batch unless asked otherwise.
@@ -467,12 +468,17 @@ impl Sink for ArrowSink {
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), Failure> {
         let mut parsed = std::mem::take(&mut self.parsed);
         parsed.clear();
-        if let Some(v) = rec.parsed {
-            write_value(&mut parsed, v);
-        }
-        let text = rec.parsed.and_then(|_| utf8(&parsed));
+        // a canonical line is its own `parsed` JSON
+        let text = match (rec.parsed_text, rec.parsed) {
+            (Some(t), _) => Some(t),
+            (None, Some(v)) => {
+                write_value(&mut parsed, v);
+                utf8(&parsed)
+            }
+            (None, None) => None,
+        };
         for ev in &rec.events {
-            let add = event_bytes(ev, rec, parsed.len());
+            let add = event_bytes(ev, rec, text.map_or(0, str::len));
             if self.rows >= self.batch_rows || (self.rows > 0 && self.bytes + add > BATCH_BYTES) {
                 self.flush()?;
             }

@@ -21,247 +21,16 @@ use crate::dialect::AnyDialect;
 use crate::event::{Event, Extra, Num, ToolResult};
 use crate::normalize::{Engine, LineEvents, V};
 use crate::sink::{self, Sink};
+use crate::text::{write_f64, write_i128, write_str, write_u64};
 use crate::value::Value;
 
 /// Bytes read per step by [`normalize_file`].
 pub const READ_CHUNK: usize = 1 << 20;
 
-/// The escape of each byte in a JSON string: 0 = as is, `u` = `\u00XX`, else `\<c>`.
-/// (Indexing in a const block: an out-of-range index is a compile error, not a panic.)
-#[allow(clippy::indexing_slicing)]
-const ESC: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// Input bytes escaped per step of [`write_str`] (the output slot is 6 times this).
-const ESC_BLOCK: usize = 2048;
-
-/// A JSON string as `json.dumps(s, ensure_ascii=False)` writes it.
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    for block in s.as_bytes().chunks(ESC_BLOCK) {
-        // room for the worst case (every byte `\u00XX`) plus the slack of the 8-byte stores
-        // of `escape_into`, trimmed after
-        let start = out.len();
-        out.resize(start + 6 * block.len() + 8, 0);
-        let n = out
-            .get_mut(start..)
-            .map_or(0, |dst| escape_into(block, dst));
-        out.truncate(start + n);
-    }
-    out.push(b'"');
-}
-
-/// Bit 7 of each byte of `w` that needs an escape (< 0x20, `"` or `\\`), exactly (no
-/// carries cross bytes: every sum stays below 0x100).
-#[inline]
-fn escape_mask(w: u64) -> u64 {
-    const L7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let ctl = !((w & L7).wrapping_add(LO * 0x60) | w) & HI;
-    let q = w ^ (LO * u64::from(b'"'));
-    let quote = !((q & L7).wrapping_add(L7) | q) & HI;
-    let b = w ^ (LO * u64::from(b'\\'));
-    let backslash = !((b & L7).wrapping_add(L7) | b) & HI;
-    ctl | quote | backslash
-}
-
-/// Write the escape of byte `c` (one that needs one) at `dst[*j..]`.
-#[inline]
-fn put_escape(dst: &mut [u8], j: &mut usize, c: u8) {
-    let e = ESC.get(usize::from(c)).copied().unwrap_or(b'u');
-    if e == b'u' {
-        let hex = [
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
-            HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
-        ];
-        if let Some(d) = dst.get_mut(*j..*j + 6) {
-            d.copy_from_slice(&hex);
-        }
-        *j += 6;
-    } else {
-        if let Some(d) = dst.get_mut(*j..*j + 2) {
-            d.copy_from_slice(&[b'\\', e]);
-        }
-        *j += 2;
-    }
-}
-
-/// Escape `src` into `dst` (at least `6 * src.len() + 8` long: every 8-byte store then fits,
-/// since at a word starting at `i` at most `6 * i + 42` bytes are written before its last
-/// store); returns the bytes written.
-///
-/// 8 bytes at a time: a clean word is stored whole; in a word with escapes (JSON text in `raw`
-/// has a `"` or `\\` every ten bytes or so) the exact mask of [`escape_mask`] gives their
-/// places, and each clean run before one is stored as one 8-byte write (the bytes past the
-/// run are overwritten next), so the cost is per escape, not per byte. The last < 8 bytes go
-/// byte by byte.
-#[inline]
-fn escape_into(src: &[u8], dst: &mut [u8]) -> usize {
-    let (mut i, mut j) = (0, 0);
-    while let Some(w) = src.get(i..i + 8) {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(w);
-        let word = u64::from_le_bytes(bytes);
-        let mut m = escape_mask(word);
-        let mut pos = 0usize;
-        while m != 0 {
-            let k = (m.trailing_zeros() / 8) as usize;
-            if let Some(d) = dst.get_mut(j..j + 8) {
-                d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
-            }
-            j += k - pos;
-            put_escape(dst, &mut j, bytes.get(k).copied().unwrap_or(0));
-            pos = k + 1;
-            m &= m - 1;
-        }
-        if pos < 8 {
-            if let Some(d) = dst.get_mut(j..j + 8) {
-                d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
-            }
-            j += 8 - pos;
-        }
-        i += 8;
-    }
-    for &c in src.get(i..).unwrap_or_default() {
-        if ESC.get(usize::from(c)).copied().unwrap_or(0) == 0 {
-            if let Some(d) = dst.get_mut(j) {
-                *d = c;
-            }
-            j += 1;
-        } else {
-            put_escape(dst, &mut j, c);
-        }
-    }
-    j.min(dst.len())
-}
-
-/// An unsigned integer in decimal.
-pub fn write_u128(out: &mut Vec<u8>, mut n: u128) {
-    let mut buf = [0u8; 40];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'0' + (n % 10) as u8;
-        }
-        n /= 10;
-        if n == 0 || i == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(buf.get(i..).unwrap_or_default());
-}
-
-pub fn write_u64(out: &mut Vec<u8>, n: u64) {
-    write_u128(out, u128::from(n));
-}
-
-pub fn write_i128(out: &mut Vec<u8>, n: i128) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    write_u128(out, n.unsigned_abs());
-}
-
-/// A float as `json.dumps` writes it: `repr(float)`, and `Infinity`/`-Infinity`/`NaN`.
-pub fn write_f64(out: &mut Vec<u8>, f: f64) {
-    if f.is_nan() {
-        out.extend_from_slice(b"NaN");
-        return;
-    }
-    if f.is_infinite() {
-        out.extend_from_slice(if f > 0.0 { b"Infinity" } else { b"-Infinity" });
-        return;
-    }
-    if f.is_sign_negative() {
-        out.push(b'-');
-    }
-    if f == 0.0 {
-        out.extend_from_slice(b"0.0");
-        return;
-    }
-    // shortest round-trip digits d1 d2 ... and exponent e (value = d1.d2... * 10^e)
-    let sci = format!("{:e}", f.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
-    let n = digits.len() as i32;
-    // CPython's float_repr_style 'short': exponent form when decpt <= -4 or decpt > 16,
-    // with decpt = exp + 1
-    if !(-4..16).contains(&exp) {
-        let (first, rest) = digits.split_at(1.min(digits.len()));
-        out.extend_from_slice(first);
-        if !rest.is_empty() {
-            out.push(b'.');
-            out.extend_from_slice(rest);
-        }
-        out.push(b'e');
-        out.push(if exp < 0 { b'-' } else { b'+' });
-        let a = exp.unsigned_abs();
-        if a < 10 {
-            out.push(b'0');
-        }
-        write_u64(out, u64::from(a));
-    } else if exp < 0 {
-        out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-exp - 1) as usize));
-        out.extend_from_slice(&digits);
-    } else if exp + 1 < n {
-        let (int, frac) = digits.split_at((exp + 1) as usize);
-        out.extend_from_slice(int);
-        out.push(b'.');
-        out.extend_from_slice(frac);
-    } else {
-        out.extend_from_slice(&digits);
-        out.extend(std::iter::repeat_n(b'0', (exp + 1 - n) as usize));
-        out.extend_from_slice(b".0");
-    }
-}
-
 fn write_num(out: &mut Vec<u8>, n: Num) {
     match n {
         Num::Int(i) => write_i128(out, i),
         Num::Float(f) => write_f64(out, f),
-    }
-}
-
-/// Objects up to this many pairs are checked for duplicate keys pairwise, larger ones by hash.
-const DUP_SCAN_MAX: usize = 16;
-
-fn has_duplicate_keys(pairs: &[(std::borrow::Cow<'_, str>, Value<'_>)]) -> bool {
-    if pairs.len() <= DUP_SCAN_MAX {
-        pairs.iter().enumerate().any(|(i, (k, _))| {
-            pairs
-                .get(..i)
-                .unwrap_or_default()
-                .iter()
-                .any(|(j, _)| j == k)
-        })
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(pairs.len());
-        pairs.iter().any(|(k, _)| !seen.insert(k.as_ref()))
     }
 }
 
@@ -355,7 +124,7 @@ fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
         }
         Value::Object(pairs) => {
             out.push(b'{');
-            if has_duplicate_keys(pairs) {
+            if crate::value::has_duplicate_keys(pairs) {
                 for (i, (k, item)) in v.dict_items().into_iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
@@ -455,11 +224,15 @@ fn write_event(
     if let Some(role) = ev.role {
         o.str("role", role); // d.set_item("role", role)
     }
+    // where the text's JSON lies in the output, for `toolResult` (the same string again)
+    let mut text_json = None;
     if let Some(text) = &ev.text {
+        let start = o.key("text").len();
         match shared.get((text.as_ptr() as usize, text.len()), parsed) {
-            Some(json) => o.json("text", json), // d.set_item("text", shared obj)
-            None => o.str("text", text),        // d.set_item("text", text)
+            Some(json) => o.out.extend_from_slice(json), // d.set_item("text", shared obj)
+            None => write_str(o.out, text),              // d.set_item("text", text)
         }
+        text_json = Some(start..o.out.len());
     }
     if let Some(tool) = &ev.tool {
         let mut t = Obj::open(o.key("tool")); // d.set_item("tool", t)
@@ -531,7 +304,7 @@ fn write_event(
         o.u64("streamBytes", n); // d.set_item("streamBytes", n)
     }
     if let Some(x) = &ev.extra {
-        write_extra(o, ev, x); // extra(py, x, &d, keys)
+        write_extra(o, ev, x, text_json); // extra(py, x, &d, keys)
     }
     if let Some(s) = rec.meta.session_id {
         o.str("sessionId", s); // d.set_item("sessionId", s)
@@ -590,7 +363,13 @@ fn write_event(
 }
 
 /// The per-event oneshot extras, in `convert.rs` (`extra`) order.
-fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
+/// `text_json`: the event's `text` as already written to the output.
+fn write_extra(
+    o: &mut Obj<'_>,
+    ev: &Event<'_>,
+    x: &Extra<'_>,
+    text_json: Option<std::ops::Range<usize>>,
+) {
     if let Some(c) = x.tool_class {
         o.str("toolClass", c); // d.set_item("toolClass", c)
     }
@@ -602,7 +381,10 @@ fn write_extra(o: &mut Obj<'_>, ev: &Event<'_>, x: &Extra<'_>) {
     }
     match &x.tool_result {
         Some(ToolResult::Value(v)) => o.value("toolResult", v), // value(v)
-        Some(ToolResult::Text) => o.str("toolResult", ev.text.as_deref().unwrap_or("")), // text
+        Some(ToolResult::Text) => match text_json {
+            Some(r) => o.key("toolResult").extend_from_within(r), // the text's JSON again
+            None => o.str("toolResult", ev.text.as_deref().unwrap_or("")), // text
+        },
         None => {}
     }
     if !x.file_changes.is_empty() {
@@ -701,17 +483,24 @@ impl LineWriter {
         // raw and parsed are the same for every event of the line: written once
         self.raw.clear();
         write_str(&mut self.raw, rec.raw);
+        // a canonical line is its own `parsed` JSON (then nothing is shared: the events' parts
+        // are written again, which costs less than writing the tree)
         self.parsed.clear();
-        let mut shared = Shared::for_events(&rec.events);
-        match rec.parsed {
-            Some(v) => write_shared(&mut self.parsed, v, &mut shared),
-            None => self.parsed.extend_from_slice(b"null"),
-        }
+        let mut shared = Shared::default();
+        let parsed: &[u8] = match (rec.parsed_text, rec.parsed) {
+            (Some(text), _) => text.as_bytes(),
+            (None, Some(v)) => {
+                shared = Shared::for_events(&rec.events);
+                write_shared(&mut self.parsed, v, &mut shared);
+                &self.parsed
+            }
+            (None, None) => b"null",
+        };
         for ev in &rec.events {
             let mut o = Obj::open(out);
-            write_event(&mut o, ev, rec, *seq, (&shared, &self.parsed));
+            write_event(&mut o, ev, rec, *seq, (&shared, parsed));
             o.json("raw", &self.raw); // d.set_item("raw", raw)
-            o.json("parsed", &self.parsed); // d.set_item("parsed", parsed)
+            o.json("parsed", parsed); // d.set_item("parsed", parsed)
             if let Some(src) = &self.source {
                 o.json("source", src); // cli.py: ev["source"] = source
             }
@@ -933,118 +722,6 @@ pub fn par_map<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn f(x: f64) -> String {
-        let mut out = Vec::new();
-        write_f64(&mut out, x);
-        String::from_utf8(out).unwrap_or_default()
-    }
-
-    fn s(x: &str) -> String {
-        let mut out = Vec::new();
-        write_str(&mut out, x);
-        String::from_utf8(out).unwrap_or_default()
-    }
-
-    #[test]
-    fn floats_are_python_repr() {
-        // expected values are Python's repr() (checked in CPython 3.12)
-        let cases = [
-            (1e16, "1e+16"),
-            (1e15, "1000000000000000.0"),
-            (1.5e16, "1.5e+16"),
-            (9007199254740993.0, "9007199254740992.0"),
-            (1e-7, "1e-07"),
-            (1e-4, "0.0001"),
-            (1.5e-5, "1.5e-05"),
-            (0.1, "0.1"),
-            (-0.0, "-0.0"),
-            (0.0, "0.0"),
-            (1.0, "1.0"),
-            (123.456, "123.456"),
-            (-2.5, "-2.5"),
-            (1e100, "1e+100"),
-            (5e-324, "5e-324"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-            (f64::INFINITY, "Infinity"),
-            (f64::NEG_INFINITY, "-Infinity"),
-            (f64::NAN, "NaN"),
-        ];
-        for (x, want) in cases {
-            assert_eq!(f(x), want, "{x:e}");
-        }
-    }
-
-    #[test]
-    fn strings_escape_like_json_dumps() {
-        assert_eq!(s("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(s("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
-        assert_eq!(
-            s("\u{0}\u{1f}\u{7f}é\u{2028}"),
-            "\"\\u0000\\u001f\u{7f}é\u{2028}\""
-        );
-    }
-
-    #[test]
-    fn fast_escape_equals_the_byte_table() {
-        let naive = |x: &str| {
-            let mut o = String::from("\"");
-            for c in x.chars() {
-                match c {
-                    '"' => o.push_str("\\\""),
-                    '\\' => o.push_str("\\\\"),
-                    '\n' => o.push_str("\\n"),
-                    '\r' => o.push_str("\\r"),
-                    '\t' => o.push_str("\\t"),
-                    '\u{8}' => o.push_str("\\b"),
-                    '\u{c}' => o.push_str("\\f"),
-                    c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => o.push(c),
-                }
-            }
-            o.push('"');
-            o
-        };
-        // the worst cases of the 8-byte stores: runs of controls (6 bytes out each) before
-        // a clean byte, at every offset
-        for n in 0..40 {
-            for tail in ["", "a", "ab", "\"", "é"] {
-                let x = "\u{1}".repeat(n) + tail;
-                assert_eq!(s(&x), naive(&x), "{x:?}");
-                let y = "a".repeat(n % 9) + &x;
-                assert_eq!(s(&y), naive(&y), "{y:?}");
-            }
-        }
-        let big = "\u{1}".repeat(3 * ESC_BLOCK + 7) + "xyz\"";
-        assert_eq!(s(&big), naive(&big));
-        let alphabet: Vec<char> = (0u32..0x80)
-            .filter_map(char::from_u32)
-            .chain(['é', '€', '𝄞', '\u{2028}'])
-            .collect();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for len in 0..64 {
-            for _ in 0..40 {
-                let x: String = (0..len)
-                    .map(|_| {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        let k = (seed % 8) as usize;
-                        // mostly plain letters, so runs of clean words occur
-                        if k < 5 {
-                            'a'
-                        } else {
-                            alphabet
-                                .get((seed >> 8) as usize % alphabet.len())
-                                .copied()
-                                .unwrap_or('a')
-                        }
-                    })
-                    .collect();
-                assert_eq!(s(&x), naive(&x), "{x:?}");
-            }
-        }
-    }
 
     #[test]
     fn ints_and_duplicate_keys() {

@@ -25,6 +25,7 @@ pub mod retry;
 pub mod sink;
 pub mod sniff;
 pub mod split;
+pub mod text;
 pub mod value;
 
 #[cfg(feature = "python")]

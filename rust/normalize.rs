@@ -30,6 +30,8 @@ pub enum Prepared<'a> {
         raw: &'a str,
         value: Value<'a>,
         repairs: usize,
+        /// The value's text when the writers may copy it ([`parse::Line::canonical`]).
+        canonical: Option<&'a str>,
     },
 }
 
@@ -136,11 +138,12 @@ pub fn prepare<'a>(
             }
         };
         return Ok(Some(
-            match parse::parse_within(text, budget.max_depth, budget.max_nodes) {
-                Ok((value, repairs)) => Prepared::Parsed {
+            match parse::parse_line(text, budget.max_depth, budget.max_nodes) {
+                Ok(l) => Prepared::Parsed {
                     raw: text,
-                    value,
-                    repairs,
+                    value: l.value,
+                    repairs: l.repairs,
+                    canonical: l.canonical,
                 },
                 Err(parse::Failure::OutOfMemory(e)) => return Err(e),
                 Err(parse::Failure::Over(o)) => over(o),
@@ -162,11 +165,12 @@ pub fn prepare<'a>(
     }
     // a scalar line: one node, no depth; only a long escaped string allocates
     Ok(Some(
-        match parse::parse_within(text, parse::HARD_DEPTH, usize::MAX) {
-            Ok((value, repairs)) => Prepared::Parsed {
+        match parse::parse_line(text, parse::HARD_DEPTH, usize::MAX) {
+            Ok(l) => Prepared::Parsed {
                 raw: text,
-                value,
-                repairs,
+                value: l.value,
+                repairs: l.repairs,
+                canonical: l.canonical,
             },
             Err(parse::Failure::OutOfMemory(e)) => return Err(e),
             Err(_) => Prepared::Fail {
@@ -184,6 +188,8 @@ pub struct LineEvents<'v> {
     pub dialect: &'static str,
     pub raw: &'v str,
     pub parsed: Option<&'v Value<'v>>,
+    /// `parsed` as the writers would write it, when the line already is that text.
+    pub parsed_text: Option<&'v str>,
     pub meta: LineMeta<'v>,
     pub repairs: usize,
     pub events: Vec<Event<'v>>,
@@ -200,6 +206,10 @@ pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: &AnyDialect) ->
         dialect: dialect.name(),
         raw: p.raw(),
         parsed: p.value(),
+        parsed_text: match p {
+            Prepared::Parsed { canonical, .. } => *canonical,
+            Prepared::Fail { .. } => None,
+        },
         meta: LineMeta::default(),
         repairs: 0,
         events: Vec::new(),
@@ -245,6 +255,7 @@ impl StreamError {
             dialect: dialect.name(),
             raw: &self.raw,
             parsed: None,
+            parsed_text: None,
             meta: LineMeta::default(),
             repairs: 0,
             events: vec![self.event.clone()],

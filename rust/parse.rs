@@ -57,6 +57,27 @@ pub enum Failure {
 /// bounded by the budget). A syntax error does not rule out a budget error later in the line:
 /// the caller runs the lexical scan then (see `normalize::prepare`).
 pub fn parse_within(text: &str, max_depth: usize, max_nodes: usize) -> Result<Parsed<'_>, Failure> {
+    parse_line(text, max_depth, max_nodes).map(|l| (l.value, l.repairs))
+}
+
+/// A parsed line: the value, the lone surrogates repaired, and the value's own text when that
+/// text is already exactly what the JSONL writer writes for it ([`Line::canonical`]).
+#[derive(Debug)]
+pub struct Line<'a> {
+    pub value: Value<'a>,
+    pub repairs: usize,
+    /// The value's text (the line without the blanks around it) when writing the value as
+    /// `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` gives these very bytes: no
+    /// blank inside, only the escapes the writer makes (`\"`, `\\`, `\b \f \n \r \t`,
+    /// lowercase `\u00XX` for the other controls), integers other than `-0`, floats in
+    /// `repr` form, no object with a repeated key. What compact JSON writers print (claude's
+    /// `JSON.stringify`, codex's serde_json) mostly is, so the writers copy it instead of
+    /// writing the tree again.
+    pub canonical: Option<&'a str>,
+}
+
+/// [`parse_within`] that also tells whether the line is canonical ([`Line::canonical`]).
+pub fn parse_line(text: &str, max_depth: usize, max_nodes: usize) -> Result<Line<'_>, Failure> {
     let mut p = Parser {
         s: text,
         b: text.as_bytes(),
@@ -68,9 +89,12 @@ pub fn parse_within(text: &str, max_depth: usize, max_nodes: usize) -> Result<Pa
         max_nodes,
         over: None,
         oom: None,
+        canon: true,
     };
     p.ws();
+    let from = p.i;
     let v = p.value();
+    let to = p.i;
     if let Some(e) = p.oom {
         return Err(Failure::OutOfMemory(e));
     }
@@ -82,7 +106,12 @@ pub fn parse_within(text: &str, max_depth: usize, max_nodes: usize) -> Result<Pa
     if p.i < p.b.len() {
         return Err(Failure::Syntax(p.err("trailing characters", p.i)));
     }
-    Ok((v, p.repairs))
+    let canonical = if p.canon { text.get(from..to) } else { None };
+    Ok(Line {
+        value: v,
+        repairs: p.repairs,
+        canonical,
+    })
 }
 
 struct Parser<'a> {
@@ -96,6 +125,8 @@ struct Parser<'a> {
     max_nodes: usize,
     over: Option<Over>,
     oom: Option<OutOfMemory>,
+    /// Nothing seen yet that the writer would write differently ([`Line::canonical`]).
+    canon: bool,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -121,11 +152,15 @@ impl<'a> Parser<'a> {
 
     #[inline]
     fn ws(&mut self) {
+        let start = self.i;
         while let Some(c) = self.peek() {
             if !is_ws(c) {
                 break;
             }
             self.i += 1;
+        }
+        if self.i != start && self.depth > 0 {
+            self.canon = false;
         }
     }
 
@@ -234,6 +269,9 @@ impl<'a> Parser<'a> {
         if !is_float && digits <= 18 {
             // below 10^18 < 2^63: no overflow, and -0 is the integer 0 as in Python
             let v = acc as i64;
+            if neg && v == 0 {
+                self.canon = false;
+            }
             return Ok(Value::Int(if neg { -v } else { v }));
         }
         let text = self.s.get(start..self.i).ok_or_else(|| bad(self))?;
@@ -241,6 +279,9 @@ impl<'a> Parser<'a> {
             let f: f64 = text.parse().map_err(|_| bad(self))?;
             if f.is_infinite() {
                 return Err(self.err("number out of range", start));
+            }
+            if self.canon && !crate::text::float_is_repr(text, f) {
+                self.canon = false;
             }
             return Ok(Value::Float(f));
         }
@@ -306,7 +347,10 @@ impl<'a> Parser<'a> {
             match e {
                 b'"' => buf.push('"'),
                 b'\\' => buf.push('\\'),
-                b'/' => buf.push('/'),
+                b'/' => {
+                    buf.push('/');
+                    self.canon = false;
+                }
                 b'b' => buf.push('\u{8}'),
                 b'f' => buf.push('\u{c}'),
                 b'n' => buf.push('\n'),
@@ -320,6 +364,9 @@ impl<'a> Parser<'a> {
                         });
                     };
                     i = at + 6;
+                    if self.canon && !is_written_u_escape(self.b.get(at..i), c) {
+                        self.canon = false;
+                    }
                     if (0xD800..0xDC00).contains(&c) {
                         // a high surrogate joins a following low-surrogate escape
                         let low = (self.b.get(i) == Some(&b'\\')
@@ -430,6 +477,9 @@ impl<'a> Parser<'a> {
                 Some(b'}') => {
                     self.i += 1;
                     self.depth -= 1;
+                    if self.canon && crate::value::has_duplicate_keys(&pairs) {
+                        self.canon = false;
+                    }
                     return Ok(Value::Object(pairs));
                 }
                 Some(b',') => self.i += 1,
@@ -437,6 +487,22 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+/// `esc` (a `\\uXXXX` escape of `c`) is the one the writer makes: `c` a control byte without
+/// a short form, in lowercase hex.
+fn is_written_u_escape(esc: Option<&[u8]>, c: u32) -> bool {
+    let Ok(b) = u8::try_from(c) else {
+        return false;
+    };
+    if b >= 0x20 || matches!(b, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+        return false;
+    }
+    let mut want = *b"\\u00xx";
+    let hex = b"0123456789abcdef";
+    want[4] = hex.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
+    want[5] = hex.get(usize::from(b & 0xf)).copied().unwrap_or(b'0');
+    esc == Some(&want[..])
 }
 
 /// Bytes that end the unescaped run of a string: `"`, `\\` and the control bytes.

@@ -79,6 +79,7 @@ pub fn items<S: Sink>(
                     dialect: rec.dialect,
                     raw: rec.raw,
                     parsed: rec.parsed,
+                    parsed_text: rec.parsed_text,
                     meta: LineMeta::default(),
                     repairs: 0,
                     events: vec![fallback_event(*held, dialect)],

@@ -30,7 +30,7 @@ use std::path::Path;
 use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
 use crate::framing::plain_start;
-use crate::jsonl::{self, Stream, READ_CHUNK};
+use crate::jsonl::{Stream, READ_CHUNK};
 use crate::normalize::Engine;
 
 /// The range size `normalize_files` aims at (a file is split when it is larger than 1.5 times
@@ -244,7 +244,7 @@ pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> u64 {
             .count();
         if line.starts_with(SEQ_PREFIX) && digits > 0 {
             out.extend_from_slice(SEQ_PREFIX);
-            jsonl::write_u64(out, base + n);
+            crate::text::write_u64(out, base + n);
             out.extend_from_slice(line.get(SEQ_PREFIX.len() + digits..).unwrap_or_default());
         } else {
             out.extend_from_slice(line); // never written by this crate's writer
@@ -311,7 +311,7 @@ pub fn normalize_range(
 }
 
 /// A whole input split into ranges of about `target` bytes, normalized range by range, one
-/// after another, and joined: the same bytes as [`jsonl::normalize_jsonl`] (the split's test
+/// after another, and joined: the same bytes as [`crate::jsonl::normalize_jsonl`] (the split's test
 /// and fuzz target compare the two).
 pub fn normalize_split(
     data: &[u8],
@@ -349,7 +349,7 @@ pub type FileOutcome = io::Result<Option<Vec<u8>>>;
 /// threads than files, else no split). Ranges are processed in waves of twice the thread count, in input order,
 /// and each wave's JSONL is renumbered and appended to its file's output before the next, so
 /// memory holds at most a wave of range outputs when writing to files. A file of one range
-/// goes straight to its sink as [`jsonl::normalize_file`] does. Results in input order.
+/// goes straight to its sink as [`crate::jsonl::normalize_file`] does. Results in input order.
 #[cfg(feature = "parallel")]
 pub fn normalize_files(
     files: &[FileJob<'_>],
@@ -431,21 +431,36 @@ pub fn normalize_files(
                 Some(dest) => {
                     let file = std::fs::File::create(dest)?;
                     let mut sink = io::BufWriter::with_capacity(READ_CHUNK, file);
-                    jsonl::normalize_file(f.input, dialect.clone(), budget, f.source, &mut sink)?;
+                    crate::jsonl::normalize_file(
+                        f.input,
+                        dialect.clone(),
+                        budget,
+                        f.source,
+                        &mut sink,
+                    )?;
                     Ok(None)
                 }
                 None => {
                     let size = p.ranges.first().map_or(0, |r| r.1);
-                    let mut sink =
-                        Vec::with_capacity(jsonl::out_capacity(usize::try_from(size).unwrap_or(0)));
-                    jsonl::normalize_file(f.input, dialect.clone(), budget, f.source, &mut sink)?;
+                    let mut sink = Vec::with_capacity(crate::jsonl::out_capacity(
+                        usize::try_from(size).unwrap_or(0),
+                    ));
+                    crate::jsonl::normalize_file(
+                        f.input,
+                        dialect.clone(),
+                        budget,
+                        f.source,
+                        &mut sink,
+                    )?;
                     Ok(Some(sink))
                 }
             };
         }
         let mut src = FileInput::open(f.input)?;
         let len = p.ranges.get(k).map_or(0, |r| r.1 - r.0);
-        let mut sink = Vec::with_capacity(jsonl::out_capacity(usize::try_from(len).unwrap_or(0)));
+        let mut sink = Vec::with_capacity(crate::jsonl::out_capacity(
+            usize::try_from(len).unwrap_or(0),
+        ));
         normalize_range(&mut src, p, k, dialect.clone(), budget, f.source, &mut sink)?;
         Ok(Some(sink))
     };
@@ -477,7 +492,7 @@ pub fn normalize_files(
                                     continue;
                                 }
                             },
-                            None => Acc::Memory(Vec::with_capacity(jsonl::out_capacity(
+                            None => Acc::Memory(Vec::with_capacity(crate::jsonl::out_capacity(
                                 usize::try_from(p.ranges.last().map_or(0, |r| r.1)).unwrap_or(0),
                             ))),
                         });
@@ -519,8 +534,8 @@ mod tests {
     use super::*;
 
     fn same(data: &[u8], dialect: Option<AnyDialect>, target: u64) {
-        let whole =
-            jsonl::normalize_jsonl(data, dialect.clone(), Budget::default()).unwrap_or_default();
+        let whole = crate::jsonl::normalize_jsonl(data, dialect.clone(), Budget::default())
+            .unwrap_or_default();
         let split = normalize_split(data, dialect, Budget::default(), target).unwrap_or_default();
         assert_eq!(
             String::from_utf8_lossy(&split),

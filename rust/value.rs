@@ -104,3 +104,22 @@ impl<'a> Value<'a> {
         }
     }
 }
+
+/// Objects up to this many pairs are checked for duplicate keys pairwise, larger ones by hash.
+const DUP_SCAN_MAX: usize = 16;
+
+/// An object's pairs repeat a key (the Python dict keeps fewer pairs than the text has).
+pub fn has_duplicate_keys(pairs: &[(Cow<'_, str>, Value<'_>)]) -> bool {
+    if pairs.len() <= DUP_SCAN_MAX {
+        pairs.iter().enumerate().any(|(i, (k, _))| {
+            pairs
+                .get(..i)
+                .unwrap_or_default()
+                .iter()
+                .any(|(j, _)| j == k)
+        })
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+        pairs.iter().any(|(k, _)| !seen.insert(k.as_ref()))
+    }
+}

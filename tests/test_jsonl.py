@@ -150,6 +150,46 @@ def test_duplicate_keys_take_first_place_last_value() -> None:
     assert list(first.items()) == [("type", "x"), ("a", 3), ("b", 2)]
 
 
+# Lines already in the writer's form have their `parsed` JSON copied (rust/parse.rs,
+# `Line::canonical`); each near miss below must be written from the tree instead.
+CANONICAL_OR_NOT = [
+    r'{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"a\"b\\c\n\t\u001b"}]}}',
+    r'  {"type":"assistant","message":{"content":[]}}  ',  # blanks around the value only
+    r'{"type": "assistant"}',
+    r'{"type":"assistant","message":{"content":[ ]}}',
+    r'{"a":"\/"}',
+    r'{"a":"\u00e9"}',
+    r'{"a":"\u001B"}',
+    r'{"a":"\u000a"}',
+    r'{"a":"\u0041"}',
+    r'{"a":"\ud83d\ude00"}',
+    r'{"a":"\ud800x"}',
+    r'{"a":-0}',
+    r'{"a":-0.0,"b":0.0}',
+    r'{"a":1E5}',
+    r'{"a":1e5}',
+    r'{"a":1e+16,"b":1e16}',
+    r'{"a":0.10}',
+    r'{"a":1e-7,"b":1e-07}',
+    r'{"a":123456789012345678901234567890}',
+    r'{"a":1,"a":2}',
+    r'{"type":"result","usage":{"input_tokens":1,"input_tokens":2}}',
+    r'{"a":{"b":1,"c":{"d":[1,{"e":2,"e":3}]}}}',
+    r'[1,2]',
+    r'"x"',
+    r'1.5',
+    r'-0',
+]
+
+
+@pytest.mark.parametrize("line", CANONICAL_OR_NOT)
+def test_parsed_is_copied_only_when_the_line_is_already_written_form(line: str) -> None:
+    for dialect in ("claude", "codex", "cursor", "auto"):
+        out = check(line.encode() + b"\n", dialect)
+        parsed = json.loads(out.split(b"\n")[0])["parsed"]
+        assert json.dumps(parsed, ensure_ascii=False, separators=(",", ":")) in out.decode()
+
+
 def test_budget_and_framing_outcomes() -> None:
     deep = b"[" * 70 + b"]" * 70
     data = b"\xef\xbb\xbf" + deep + b"\n" + b'{"a":"' + b"x" * 300 + b'"}\r\n\n  \n{"b":1}'
