@@ -27,6 +27,9 @@ fn main() {
             {
                 let mut engine = _native::normalize::Engine::new(None, budget);
                 let mut sink = _native::arrow::ArrowSink::new(_native::arrow::BATCH_ROWS);
+                if std::env::var_os("NO_EXPECT").is_none() {
+                    sink.expect(data.len());
+                }
                 let mut seq = 0;
                 let _ = _native::sink::feed(&mut engine, &mut seq, &data, &mut sink)
                     .and_then(|()| _native::sink::finish(&mut engine, &mut seq, &mut sink));

@@ -200,6 +200,9 @@ pub struct ArrowSink {
     /// scratch: the line's `parsed` JSON, and one cell's JSON
     parsed: Vec<u8>,
     json: Vec<u8>,
+    /// input bytes still expected ([`ArrowSink::expect`]), and seen since the last cut
+    expected: usize,
+    seen: usize,
 }
 
 impl ArrowSink {
@@ -213,11 +216,29 @@ impl ArrowSink {
             batches: Vec::new(),
             parsed: Vec::new(),
             json: Vec::new(),
+            expected: 0,
+            seen: 0,
         }
     }
 
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()
+    }
+
+    /// About `input` bytes are coming: size the `raw` and `parsed` columns for them now (each
+    /// holds about the input; growing them instead copies the column at every doubling).
+    pub fn expect(&mut self, input: usize) {
+        self.expected = input;
+        self.presize();
+    }
+
+    fn presize(&mut self) {
+        let bytes = self.expected.min(BATCH_BYTES);
+        let rows = (bytes / 256).min(self.batch_rows);
+        if bytes > 0 && self.rows == 0 {
+            self.cols.raw = LargeStringBuilder::with_capacity(rows, bytes);
+            self.cols.parsed = LargeStringBuilder::with_capacity(rows, bytes);
+        }
     }
 
     /// Cut the rows built so far into a batch (nothing if there are none).
@@ -229,7 +250,10 @@ impl ArrowSink {
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
         self.rows = 0;
+        self.expected = self.expected.saturating_sub(self.seen);
+        self.seen = 0;
         self.bytes = 0;
+        self.presize();
         Ok(())
     }
 
@@ -466,6 +490,7 @@ impl Sink for ArrowSink {
     type Error = Failure;
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), Failure> {
+        self.seen += rec.raw.len() + 1;
         let mut parsed = std::mem::take(&mut self.parsed);
         parsed.clear();
         // a canonical line is its own `parsed` JSON

@@ -132,6 +132,7 @@ fn batches(
     let (schema, batches) = py
         .detach(|| {
             let mut sink = ArrowSink::new(batch_rows);
+            sink.expect(bytes.len());
             let mut seq = 0u64;
             sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
             if last {

@@ -4,9 +4,12 @@
 //! (repaired and counted here, rejected there), nesting beyond serde_json's 128 levels, an
 //! integer of more than 4000 digits (rejected here as out of range, as Python does), and an
 //! integer beyond `f64`'s range (accepted here, as by Python; serde_json reads it as `f64`).
+//! Also the writers' copy rule (`parse::Line::canonical`): the text is reported canonical
+//! exactly when writing the value again gives the value's own text, byte for byte.
 #![no_main]
 
-use _native::parse::parse;
+use _native::jsonl::write_value;
+use _native::parse::{parse, parse_line, HARD_DEPTH};
 use checkfu_fast_fuzz::input;
 use checkfu_fast_fuzz::oracle::{has_huge_int, rejects_by_design, same};
 
@@ -18,6 +21,15 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
         return 0;
     };
     let ours = parse(text);
+    if let Ok(line) = parse_line(text, HARD_DEPTH, usize::MAX) {
+        let mut again = Vec::new();
+        write_value(&mut again, &line.value);
+        let own = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+        match line.canonical {
+            Some(t) => assert_eq!(again, t.as_bytes(), "copied text is not the written form"),
+            None => assert_ne!(again, own.as_bytes(), "written form not recognised: {text:?}"),
+        }
+    }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(theirs) => match &ours {
             Ok((v, repairs)) => {
