@@ -30,6 +30,7 @@ RATIOS = (
     ("normalizer_64k", "normalize_dicts", ">= 0.9"),
     ("normalizer_jsonl_64k", "normalize_jsonl", ""),
     ("files_jobs2", "files_jobs1", ">= 1.7"),
+    ("files_out_jobs2", "files_out_jobs1", ">= 1.7"),
     ("normalize_arrow", "normalize_dicts", ">= 2.5"),
     ("normalize_arrow_table", "normalize_dicts", ""),
     ("bigfile_jobs2", "bigfile_jobs1", ""),

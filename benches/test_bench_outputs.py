@@ -18,7 +18,10 @@ their ``MB`` is twice the corpus):
   floor a Python program pays just to read the lines (no events at all);
 * ``normalizer_64k`` / ``normalizer_jsonl_64k``: ``Normalizer.feed`` / ``feed_jsonl`` in
   64 KiB chunks;
-* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads;
+* ``files_jobs1`` / ``files_jobs2``: ``normalize_files`` on two files with 1 and 2 threads, the
+  JSONL returned as bytes (made one after the other under the GIL: a serial tail);
+* ``files_out_jobs1`` / ``files_out_jobs2``: the same written to ``out_dir`` (reprocessing's
+  use; in ``/dev/shm`` when there is one, so the disk is not what is measured);
 * ``normalize_arrow``: ``checkfu_fast.normalize_arrow`` (Arrow record batches built by the core);
 * ``normalize_arrow_table``: the same, then ``pyarrow.table`` of it (imported zero-copy through
   ``__arrow_c_stream__``).
@@ -33,6 +36,8 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +109,8 @@ PATHS = (
     "normalizer_jsonl_64k",
     "files_jobs1",
     "files_jobs2",
+    "files_out_jobs1",
+    "files_out_jobs2",
     "normalize_arrow",
     "normalize_arrow_table",
     "bigfile_jobs1",
@@ -172,6 +179,17 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
         args = ([c["big"]],)
         (got,) = fn([c["big"]])
         agrees = got == checkfu_fast.normalize_jsonl(c["big"].read_bytes())
+    elif path.startswith("files_out_"):
+        jobs = 1 if path == "files_out_jobs1" else 2
+        mb *= 2
+        shm = Path("/dev/shm")
+        out = Path(tempfile.mkdtemp(dir=shm if shm.is_dir() else tmp_path_factory.getbasetemp()))
+
+        def fn(paths: list[Path], jobs: int = jobs, out: Path = out) -> list[str]:
+            return checkfu_fast.normalize_files(paths, out_dir=out, jobs=jobs)
+
+        args = (files,)
+        agrees = [Path(p).read_bytes() for p in fn(files)] == [jsonl, jsonl]
     else:
         jobs = 1 if path == "files_jobs1" else 2
         fn, args = checkfu_fast.normalize_files, (files,)
@@ -184,5 +202,9 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
     gc.collect()
     benchmark.group = f"outputs-{corpus}"
     benchmark.extra_info.update(MB=mb, path=path, corpus=corpus, agrees=agrees)
-    benchmark.pedantic(fn, args=args, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    try:
+        benchmark.pedantic(fn, args=args, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    finally:
+        if path.startswith("files_out_"):
+            shutil.rmtree(out, ignore_errors=True)
     assert agrees, f"{path} disagrees with normalize on the {corpus} corpus"

@@ -226,14 +226,15 @@ impl ArrowSink {
     }
 
     /// About `input` bytes are coming: size the `raw` and `parsed` columns for them now (each
-    /// holds about the input; growing them instead copies the column at every doubling).
+    /// holds about the input, more when lines have several events; growing them instead copies
+    /// the column at every doubling; capacity never written is never touched).
     pub fn expect(&mut self, input: usize) {
         self.expected = input;
         self.presize();
     }
 
     fn presize(&mut self) {
-        let bytes = self.expected.min(BATCH_BYTES);
+        let bytes = self.expected.saturating_add(self.expected / 4).min(BATCH_BYTES);
         let rows = (bytes / 256).min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
             self.cols.raw = LargeStringBuilder::with_capacity(rows, bytes);

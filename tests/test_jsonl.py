@@ -302,6 +302,10 @@ def test_normalize_files_errors(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as info:
         checkfu_fast.normalize_files([good, tmp_path / "missing.jsonl"])
     assert info.value.filename == str(tmp_path / "missing.jsonl")
+    # an out_dir that does not exist: the error names the output, not the (readable) input
+    with pytest.raises(FileNotFoundError) as info:
+        checkfu_fast.normalize_files([good], out_dir=tmp_path / "no" / "dir")
+    assert info.value.filename == str(tmp_path / "no" / "dir" / "g.jsonl.events.jsonl")
     with pytest.raises(checkfu_fast.InvalidOption):
         checkfu_fast.normalize_files([good], jobs=0)
     with pytest.raises(checkfu_fast.InvalidOption):

@@ -258,9 +258,12 @@ def normalize_files(
     results = _files(
         inputs, outputs, dialect, budgets, jobs, tag_source=False, split_bytes=_split_bytes
     )
-    for p, r in zip(inputs, results, strict=True):
+    for i, (p, r) in enumerate(zip(inputs, results, strict=True)):
         if isinstance(r, tuple):
-            raise _file_error(p, r)
+            # the core reports one errno per file; an input that can be read means the output
+            # side failed (e.g. a missing out_dir), so that path is the one named
+            readable = os.path.isfile(p) and os.access(p, os.R_OK)
+            raise _file_error(outputs[i] if outputs is not None and readable else p, r)
     return outputs if outputs is not None else results
 
 
