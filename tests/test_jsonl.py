@@ -175,10 +175,10 @@ CANONICAL_OR_NOT = [
     r'{"a":1,"a":2}',
     r'{"type":"result","usage":{"input_tokens":1,"input_tokens":2}}',
     r'{"a":{"b":1,"c":{"d":[1,{"e":2,"e":3}]}}}',
-    r'[1,2]',
+    r"[1,2]",
     r'"x"',
-    r'1.5',
-    r'-0',
+    r"1.5",
+    r"-0",
 ]
 
 
