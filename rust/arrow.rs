@@ -234,7 +234,10 @@ impl ArrowSink {
     }
 
     fn presize(&mut self) {
-        let bytes = self.expected.saturating_add(self.expected / 4).min(BATCH_BYTES);
+        let bytes = self
+            .expected
+            .saturating_add(self.expected / 4)
+            .min(BATCH_BYTES);
         let rows = (bytes / 256).min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
             self.cols.raw = LargeStringBuilder::with_capacity(rows, bytes);
