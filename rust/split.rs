@@ -341,8 +341,10 @@ pub struct FileJob<'a> {
     pub source: Option<&'a str>,
 }
 
-/// What one file became: its JSONL (`None` when it was written to its output path).
-pub type FileOutcome = io::Result<Option<Vec<u8>>>;
+/// What one file became: its JSONL as parts to be joined in order (`None` when it was written
+/// to its output path). A split file's parts are its ranges' JSONL, each renumbered on a worker
+/// thread, so joining them is the one copy left (into the Python bytes).
+pub type FileOutcome = io::Result<Option<Vec<Vec<u8>>>>;
 
 /// Many files as JSONL on `jobs` threads (default: the available parallelism), each file
 /// split into ranges of about `split` bytes (default [`SPLIT_BYTES`] when there are more
@@ -406,7 +408,7 @@ pub fn normalize_files(
     }
     /// A split file's output so far.
     enum Acc {
-        Memory(Vec<u8>),
+        Memory(Vec<Vec<u8>>),
         File(io::BufWriter<std::fs::File>),
     }
     struct State {
@@ -468,6 +470,8 @@ pub fn normalize_files(
     for batch in tasks.chunks(wave) {
         let results: Vec<io::Result<Option<Vec<u8>>>> =
             pool.install(|| batch.par_iter().map(run).collect());
+        // parts kept in memory: (file, seq base, JSONL numbered from 0), renumbered in parallel
+        let mut pending: Vec<(usize, u64, Vec<u8>)> = Vec::new();
         for (&(i, k), r) in batch.iter().zip(results) {
             let (Some(st), Some(Some(p))) = (states.get_mut(i), plans.get(i)) else {
                 continue;
@@ -479,7 +483,7 @@ pub fn normalize_files(
             match r {
                 Err(e) => st.error = Some(e),
                 Ok(None) => {}
-                Ok(Some(part)) if p.ranges.len() == 1 => st.acc = Some(Acc::Memory(part)),
+                Ok(Some(part)) if p.ranges.len() == 1 => st.acc = Some(Acc::Memory(vec![part])),
                 Ok(Some(part)) => {
                     if st.acc.is_none() {
                         st.acc = Some(match files.get(i).and_then(|f| f.output) {
@@ -492,13 +496,15 @@ pub fn normalize_files(
                                     continue;
                                 }
                             },
-                            None => Acc::Memory(Vec::with_capacity(crate::jsonl::out_capacity(
-                                usize::try_from(p.ranges.last().map_or(0, |r| r.1)).unwrap_or(0),
-                            ))),
+                            None => Acc::Memory(Vec::with_capacity(p.ranges.len())),
                         });
                     }
                     match &mut st.acc {
-                        Some(Acc::Memory(buf)) => st.seq += rebase(&part, st.seq, buf),
+                        Some(Acc::Memory(_)) => {
+                            let n = memchr::memchr_iter(b'\n', &part).count() as u64;
+                            pending.push((i, st.seq, part));
+                            st.seq += n;
+                        }
                         Some(Acc::File(w)) => {
                             let mut buf = Vec::with_capacity(part.len() + part.len() / 64);
                             st.seq += rebase(&part, st.seq, &mut buf);
@@ -516,6 +522,28 @@ pub fn normalize_files(
                         }
                     }
                 }
+            }
+        }
+        let renumbered: Vec<(usize, Vec<u8>)> = pool.install(|| {
+            pending
+                .into_par_iter()
+                .map(|(i, base, part)| {
+                    if base == 0 {
+                        return (i, part);
+                    }
+                    let mut buf = Vec::with_capacity(part.len() + part.len() / 64);
+                    rebase(&part, base, &mut buf);
+                    (i, buf)
+                })
+                .collect()
+        });
+        for (i, part) in renumbered {
+            if let Some(State {
+                acc: Some(Acc::Memory(parts)),
+                ..
+            }) = states.get_mut(i)
+            {
+                parts.push(part);
             }
         }
     }

@@ -265,7 +265,7 @@ fn normalize_files<'py>(
     let out = PyList::empty(py);
     for r in results {
         match r {
-            Ok(Some(b)) => out.append(PyBytes::new(py, &b))?,
+            Ok(Some(parts)) => out.append(joined(py, &parts)?)?,
             Ok(None) => out.append(py.None())?,
             Err(e) => out.append(PyTuple::new(
                 py,
@@ -277,6 +277,24 @@ fn normalize_files<'py>(
         }
     }
     Ok(out)
+}
+
+/// One `bytes` of `parts` in order (the one copy of a file's JSONL into Python).
+fn joined<'py>(py: Python<'py>, parts: &[Vec<u8>]) -> PyResult<Bound<'py, PyBytes>> {
+    if let [one] = parts {
+        return Ok(PyBytes::new(py, one));
+    }
+    let len = parts.iter().map(Vec::len).sum();
+    PyBytes::new_with(py, len, |buf| {
+        let mut at = 0;
+        for p in parts {
+            if let Some(dst) = buf.get_mut(at..at + p.len()) {
+                dst.copy_from_slice(p);
+            }
+            at += p.len();
+        }
+        Ok(())
+    })
 }
 
 fn io_err(e: std::io::Error) -> PyErr {
