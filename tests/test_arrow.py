@@ -9,6 +9,7 @@ gives under ``strict_key`` (types, key order, float bits).
 from __future__ import annotations
 
 import datetime
+import gzip
 import json
 import resource
 import subprocess
@@ -323,6 +324,79 @@ def test_write_parquet_reads_in_chunks(tmp_path: Path, monkeypatch: pytest.Monke
     got = [row_to_event(r) for r in pq.read_table(out).to_pylist()]
     want = [ev for p in paths for ev in checkfu_fast.normalize(p.read_bytes())]
     assert strict_key(got) == strict_key(want)
+
+
+# -- normalize_files(format="arrow" | "parquet") ----------------------------------------------
+
+
+def file_inputs(tmp_path: Path) -> list[Path]:
+    """Real and golden streams, one gzip-compressed, one empty, two with the same name."""
+    paths = [*(REAL or GOLDEN)[:5], *GOLDEN[:3]]
+    gz = tmp_path / "z" / paths[0].name
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(paths[0].read_bytes()))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    return [*paths, gz, empty]
+
+
+def contents(p: Path) -> bytes:
+    data = p.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_normalize_files_arrow_in_memory(tmp_path: Path, jobs: int) -> None:
+    paths = file_inputs(tmp_path)
+    got = checkfu_fast.normalize_files(paths, format="arrow", jobs=jobs)
+    assert len(got) == len(paths)
+    for p, x in zip(paths, got, strict=True):
+        want = checkfu_fast.normalize(contents(p))
+        table = pa.table(x)
+        assert table.schema == pa.schema(checkfu_fast.normalize_arrow(b""))
+        assert strict_key(list(rows_to_events(table))) == strict_key(want), p
+    assert duckdb.sql("select count(*) from x").fetchall() == [(len(want),)]
+    with pytest.raises(FileNotFoundError) as info:
+        checkfu_fast.normalize_files([paths[0], tmp_path / "missing.jsonl"], format="arrow")
+    assert info.value.filename == str(tmp_path / "missing.jsonl")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+def test_normalize_files_to_out_dir(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import checkfu_fast.arrow
+
+    monkeypatch.setattr(checkfu_fast.arrow, "READ_CHUNK", 1000)  # many chunks per file
+    paths = file_inputs(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    written = checkfu_fast.normalize_files(paths, out, format=fmt, jobs=2)
+    assert written == [str(out / n) for n in checkfu_fast.output_names(paths, fmt)]
+    assert all(Path(w).name.endswith(f".events.{fmt}") for w in written)
+    assert len(set(written)) == len(written)  # the repeated names got ~2
+    for p, w in zip(paths, written, strict=True):
+        table = pq.read_table(w) if fmt == "parquet" else pa.ipc.open_file(w).read_all()
+        assert table.column_names == checkfu_fast._native.arrow_columns()
+        want = checkfu_fast.normalize(contents(p))
+        assert strict_key(list(rows_to_events(table))) == strict_key(want), p
+
+
+def test_normalize_files_to_out_dir_errors(tmp_path: Path) -> None:
+    good = GOLDEN[0]
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(gzip.compress(b'{"type":"turn.started"}\n' * 50_000)[:-20])  # truncated
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(EOFError):
+        checkfu_fast.normalize_files([good, bad], out, format="parquet", jobs=2)
+    # the good file was written; the failed one left nothing behind
+    assert sorted(p.name for p in out.iterdir()) == [f"{good.name}.events.parquet"]
+    with pytest.raises(FileNotFoundError):
+        checkfu_fast.normalize_files([tmp_path / "missing.jsonl"], out, format="arrow")
+    assert sorted(p.name for p in out.iterdir()) == [f"{good.name}.events.parquet"]
+    with pytest.raises(checkfu_fast.InvalidOption):
+        checkfu_fast.output_names([good], "csv")
 
 
 def test_reasoning_tokens_cells() -> None:

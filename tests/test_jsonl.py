@@ -309,7 +309,9 @@ def test_normalize_files_errors(tmp_path: Path) -> None:
     with pytest.raises(checkfu_fast.InvalidOption):
         checkfu_fast.normalize_files([good], jobs=0)
     with pytest.raises(checkfu_fast.InvalidOption):
-        checkfu_fast.normalize_files([good], format="arrow")
+        checkfu_fast.normalize_files([good], format="csv")
+    with pytest.raises(checkfu_fast.InvalidOption, match="needs out_dir"):
+        checkfu_fast.normalize_files([good], format="parquet")
     with pytest.raises(checkfu_fast.UnknownDialect):
         checkfu_fast.normalize_files([good], dialect="nope")
     assert checkfu_fast.normalize_files([]) == []

@@ -190,18 +190,25 @@ def write_parquet(
     )
 
 
-def output_names(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+#: The output formats of :func:`normalize_files`.
+FORMATS = ("jsonl", "arrow", "parquet")
+
+
+def output_names(paths: Sequence[str | os.PathLike[str]], format: str = "jsonl") -> list[str]:
     """The file names :func:`normalize_files` writes in ``out_dir``, one per input, in order:
-    ``<input file name>.events.jsonl``; an input whose name is already taken (same file name in
-    another directory) gets ``<input file name>~2.events.jsonl``, then ``~3``, ..."""
+    ``<input file name>.events.<format>`` (``jsonl``, ``arrow`` or ``parquet``); an input whose
+    name is already taken (same file name in another directory) gets
+    ``<input file name>~2.events.<format>``, then ``~3``, ..."""
+    if format not in FORMATS:
+        raise InvalidOption(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     taken: set[str] = set()
     out = []
     for p in paths:
         base = Path(p).name or "stdin"
-        name, k = f"{base}.events.jsonl", 1
+        name, k = f"{base}.events.{format}", 1
         while name in taken:
             k += 1
-            name = f"{base}~{k}.events.jsonl"
+            name = f"{base}~{k}.events.{format}"
         taken.add(name)
         out.append(name)
     return out
@@ -225,7 +232,7 @@ def normalize_files(
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
     _split_bytes: int | None = None,
-) -> list[bytes] | list[str]:
+) -> list[bytes] | list[str] | list[Any]:
     """Normalize many files in parallel in the Rust core (rayon, ``jobs`` threads, default the
     CPU count; the GIL is released throughout). Each file is its own stream (``seq`` from 0);
     its output is byte for byte :func:`normalize_jsonl` of its contents.
@@ -244,17 +251,30 @@ def normalize_files(
     same bytes as one stream. Raises the ``OSError`` of the first file that could not be read
     or written, after all files were processed. ``_split_bytes`` (private, for tests) sets the
     range size and splits with any thread count.
+
+    ``format="arrow"`` without ``out_dir``: each file's events as one Arrow object (what
+    :func:`normalize_arrow` of its contents gives: ``pyarrow.table(x)``, ``polars.DataFrame(x)``
+    and DuckDB take it), built by the core on ``jobs`` threads with the GIL released.
+    ``format="arrow"`` or ``"parquet"`` with ``out_dir`` (needs pyarrow, the ``arrow`` extra):
+    each file written as ``<name>.events.arrow`` (an Arrow IPC file) or ``<name>.events.parquet``
+    with the columns of :func:`normalize_arrow`, ``jobs`` files at a time, each read 16 MiB at a
+    time (memory bounded by the chunk); an output left unfinished by an error is removed.
+    ``"parquet"`` needs ``out_dir``. Files are not split into ranges in these formats.
     """
-    if format != "jsonl":
-        raise InvalidOption(f"format must be 'jsonl', got {format!r}")
+    if format not in FORMATS:
+        raise InvalidOption(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format == "parquet" and out_dir is None:
+        raise InvalidOption("format='parquet' writes files: it needs out_dir")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
     inputs = _paths.expand(paths)
     outputs = None
     if out_dir is not None:
-        outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs)]
+        outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs, format)]
     budgets = (max_line_bytes, max_depth, max_nodes)
+    if format != "jsonl":
+        return _table_files(inputs, outputs, format, dialect, budgets, jobs)
     results = _files(
         inputs, outputs, dialect, budgets, jobs, tag_source=False, split_bytes=_split_bytes
     )
@@ -265,6 +285,38 @@ def normalize_files(
             readable = os.path.isfile(p) and os.access(p, os.R_OK)
             raise _file_error(outputs[i] if outputs is not None and readable else p, r)
     return outputs if outputs is not None else results
+
+
+def _table_files(
+    inputs: list[str],
+    outputs: list[str] | None,
+    format: str,
+    dialect: str | MappedDialect,
+    budgets: tuple[int, int, int],
+    jobs: int | None,
+) -> list[Any]:
+    """:func:`normalize_files` in the ``arrow`` and ``parquet`` formats (arguments checked)."""
+    if _native is None:  # pragma: no cover
+        raise RuntimeError(f"format={format!r} needs the native core")
+    if outputs is None:  # arrow, in memory
+        results = _native._normalize_files_arrow(inputs, _native_dialect(dialect), *budgets, jobs)
+        for p, r in zip(inputs, results, strict=True):
+            if isinstance(r, tuple):
+                raise _file_error(p, r)
+        return cast("list[Any]", results)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .arrow import write_table_file
+
+    threads = min(jobs or os.cpu_count() or 1, max(len(inputs), 1))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = [
+            pool.submit(write_table_file, p, out, format, dialect, budgets)
+            for p, out in zip(inputs, outputs, strict=True)
+        ]
+    for f in futures:  # every file done; the first failure raised
+        f.result()
+    return outputs
 
 
 def _files(

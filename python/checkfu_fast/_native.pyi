@@ -14,6 +14,7 @@ __all__ = [
     "Mapping",
     "Normalizer",
     "__version__",
+    "_normalize_files_arrow",
     "_normalize_range",
     "_normalize_range_arrow",
     "_split_plan",
@@ -111,6 +112,17 @@ def _normalize_range_arrow(
     batch_rows: int = ...,
 ) -> ArrowEvents:
     """Private: the Arrow batches of one range of a ``_split_plan``."""
+
+def _normalize_files_arrow(
+    inputs: list[str],
+    dialect: str | Mapping,
+    max_line_bytes: int,
+    max_depth: int,
+    max_nodes: int,
+    jobs: int | None,
+    batch_rows: int = ...,
+) -> list[ArrowEvents | tuple[int | None, str]]:
+    """Private: each file's Arrow batches (files in parallel), or ``(errno, message)``."""
 
 def _split_plan(
     path: str,

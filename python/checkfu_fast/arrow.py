@@ -8,14 +8,16 @@ gives exactly the event dict ``normalize()`` gives, keys in the same order. Only
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 Row = dict[str, Any]
 Event = dict[str, Any]
 
-__all__ = ["SOURCE", "row_to_event", "rows_to_events", "write_parquet"]
+__all__ = ["SOURCE", "row_to_event", "rows_to_events", "write_parquet", "write_table_file"]
 
 #: The column :func:`write_parquet` adds after the event columns: the input path as given.
 SOURCE = "source"
@@ -174,6 +176,35 @@ def rows_to_events(table: Any) -> Iterator[Event]:
         yield row_to_event(row)
 
 
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "writing Parquet/Arrow files needs pyarrow: pip install 'checkfu-fast[arrow]'"
+        ) from exc
+    return pa, pq
+
+
+def _file_batches(path: str, dialect: Any, budgets: tuple[int, int, int]) -> Iterator[Any]:
+    """The pyarrow record batches of one file, read :data:`READ_CHUNK` bytes at a time (gzip
+    and zstd decompressed as read); ``seq`` from 0. The core builds each chunk's batches with the
+    GIL released."""
+    pa, _ = _pyarrow()
+    from . import Normalizer
+    from .inputs import open_input
+
+    n = Normalizer(dialect, max_line_bytes=budgets[0], max_depth=budgets[1], max_nodes=budgets[2])
+    with open_input(path) as f:  # gzip/zstd session files decompressed as they are read
+        while True:
+            chunk = f.read(READ_CHUNK)
+            events = n.feed_arrow(chunk) if chunk else n.finish_arrow()
+            yield from pa.RecordBatchReader.from_stream(events)
+            if not chunk:
+                return
+
+
 def write_parquet(
     paths: Sequence[str],
     out: str,
@@ -184,37 +215,22 @@ def write_parquet(
     max_nodes: int = 1_000_000,
 ) -> int:
     """:func:`checkfu_fast.write_parquet` (arguments already checked)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("write_parquet needs pyarrow: pip install 'checkfu-fast[arrow]'") from exc
-    from . import Normalizer
-    from .inputs import open_input
-
+    pa, pq = _pyarrow()
     rows = 0
     writer: Any = None
+    budgets = (max_line_bytes, max_depth, max_nodes)
     try:
         for p in paths:
-            n = Normalizer(
-                dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
-            )
-            with open_input(p) as f:  # gzip/zstd session files decompressed as they are read
-                while True:
-                    chunk = f.read(READ_CHUNK)
-                    events = n.feed_arrow(chunk) if chunk else n.finish_arrow()
-                    for batch in pa.RecordBatchReader.from_stream(events):
-                        source = pa.array([p] * batch.num_rows, type=pa.large_string())
-                        tagged = pa.RecordBatch.from_arrays(
-                            [*batch.columns, source],
-                            schema=batch.schema.append(pa.field(SOURCE, pa.large_string(), False)),
-                        )
-                        if writer is None:
-                            writer = pq.ParquetWriter(out, tagged.schema)
-                        writer.write_batch(tagged)
-                        rows += tagged.num_rows
-                    if not chunk:
-                        break
+            for batch in _file_batches(p, dialect, budgets):
+                source = pa.array([p] * batch.num_rows, type=pa.large_string())
+                tagged = pa.RecordBatch.from_arrays(
+                    [*batch.columns, source],
+                    schema=batch.schema.append(pa.field(SOURCE, pa.large_string(), False)),
+                )
+                if writer is None:
+                    writer = pq.ParquetWriter(out, tagged.schema)
+                writer.write_batch(tagged)
+                rows += tagged.num_rows
         if writer is None:
             schema = events_schema().append(pa.field(SOURCE, pa.large_string(), False))
             writer = pq.ParquetWriter(out, schema)
@@ -222,6 +238,36 @@ def write_parquet(
         if writer is not None:
             writer.close()
     return rows
+
+
+def write_table_file(
+    path: str, out: str, fmt: str, dialect: Any, budgets: tuple[int, int, int]
+) -> None:
+    """One input's events into ``out``: a Parquet file (``fmt="parquet"``) or an Arrow IPC file
+    (``"arrow"``, ``pyarrow.ipc.open_file`` reads it), the columns of
+    :func:`checkfu_fast.normalize_arrow`, written batch by batch (memory bounded by
+    :data:`READ_CHUNK`). On failure a partial ``out`` it began is removed and the error raised."""
+    pa, pq = _pyarrow()
+
+    def open_writer(schema: Any) -> Any:
+        return pq.ParquetWriter(out, schema) if fmt == "parquet" else pa.ipc.new_file(out, schema)
+
+    writer: Any = None
+    try:
+        for batch in _file_batches(path, dialect, budgets):
+            if writer is None:
+                writer = open_writer(batch.schema)
+            writer.write_batch(batch)
+        if writer is None:
+            writer = open_writer(events_schema())
+        writer.close()
+    except BaseException:
+        if writer is not None:  # the partial file is ours: remove it
+            with contextlib.suppress(Exception):
+                writer.close()
+            with contextlib.suppress(OSError):
+                os.unlink(out)
+        raise
 
 
 def events_schema() -> Any:

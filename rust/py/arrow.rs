@@ -6,15 +6,20 @@
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyList, PyTuple};
 
 use arrow_array::ffi::{to_ffi, FFI_ArrowSchema};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
 use arrow_schema::SchemaRef;
 
+use std::io::Read;
+
 use super::{budget_arg, dialect_arg};
 use crate::arrow::{ArrowSink, Failure, BATCH_ROWS};
+use crate::budget::Budget;
+use crate::dialect::AnyDialect;
+use crate::jsonl::{open_input, par_map, READ_CHUNK};
 use crate::normalize::Engine;
 use crate::sink;
 
@@ -196,6 +201,90 @@ pub fn _normalize_range_arrow(
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
     batches(py, engine, &data, last, batch_rows)
+}
+
+/// One file's events as Arrow batches: read [`READ_CHUNK`] bytes at a time (gzip and zstd
+/// decompressed as read, `jsonl::open_input`), the same batches' rows as `normalize_arrow` of
+/// its contents.
+fn file_batches(
+    path: &std::path::Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    batch_rows: usize,
+) -> std::io::Result<ArrowEvents> {
+    let failed = |e: Failure| match e {
+        Failure::OutOfMemory(e) => {
+            std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
+        }
+        Failure::Arrow(e) => std::io::Error::other(e.to_string()),
+    };
+    let mut f = open_input(path)?;
+    let mut engine = Engine::new(dialect, budget);
+    let mut sink = ArrowSink::new(batch_rows);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut seq = 0u64;
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let part = chunk.get(..n).unwrap_or_default();
+        sink::feed(&mut engine, &mut seq, part, &mut sink).map_err(failed)?;
+    }
+    sink::finish(&mut engine, &mut seq, &mut sink).map_err(failed)?;
+    let schema = sink.schema();
+    let batches = sink.finish().map_err(failed)?;
+    Ok(ArrowEvents { schema, batches })
+}
+
+/// Private (`normalize_files(format="arrow")`): each file's events as Arrow batches, the files
+/// in parallel on `jobs` threads (default the CPU count) with the GIL released; per input, in
+/// order, an `ArrowEvents` or `(errno, message)`.
+#[pyfunction]
+#[pyo3(signature = (inputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, batch_rows = BATCH_ROWS))]
+#[allow(clippy::too_many_arguments)]
+pub fn _normalize_files_arrow<'py>(
+    py: Python<'py>,
+    inputs: Vec<String>,
+    dialect: &Bound<'py, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    jobs: Option<usize>,
+    batch_rows: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    if batch_rows == 0 {
+        return Err(PyValueError::new_err("batch_rows must be at least 1"));
+    }
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    let dialect = dialect_arg(dialect)?;
+    let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let results = py
+        .detach(|| {
+            par_map(inputs.len(), jobs, |i| {
+                let path = std::path::Path::new(inputs.get(i).map_or("", String::as_str));
+                file_batches(path, dialect.clone(), budget, batch_rows)
+            })
+        })
+        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let out = PyList::empty(py);
+    for r in results {
+        match r {
+            Ok(events) => out.append(Bound::new(py, events)?)?,
+            Err(e) => out.append(PyTuple::new(
+                py,
+                [
+                    e.raw_os_error().into_pyobject(py)?.into_any(),
+                    e.to_string().into_pyobject(py)?.into_any(),
+                ],
+            )?)?,
+        }
+    }
+    Ok(out)
 }
 
 /// The column names, in order (for docs and tests).

@@ -597,6 +597,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_normalize_range, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_normalize_range_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::_normalize_files_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
     m.add_class::<arrow::ArrowEvents>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
