@@ -17,7 +17,9 @@ The stream goes through ``checkfu_fast.normalize`` and ``checkfu_fast.Normalizer
 and ``checkfu_fast.reference.normalize`` / ``reference.Normalizer`` (Python), whole and chunked;
 all four must give identical events (types, key order and float bits compared), native events
 must be schema-valid (when ``../shared`` has the schema), every line of
-``checkfu_fast.normalize_jsonl`` must ``json.loads`` to exactly the native event, and nothing
+``checkfu_fast.normalize_jsonl`` must ``json.loads`` to exactly the native event, every row of
+``checkfu_fast.normalize_arrow`` (in batches of 3 rows; when pyarrow is installed) must turn back
+into exactly the native event through ``checkfu_fast.arrow.rows_to_events``, and nothing
 but the package's typed errors (``checkfu_fast.CheckfuError``) may escape. A mapping document
 accepted by the reference loader (``load_dialect``) must compile in the native core too. Python
 coverage of the package (the reference) guides atheris; the native extension is not
@@ -41,6 +43,12 @@ with atheris.instrument_imports(include=["checkfu_fast"]):
     from checkfu_fast.reference import mapping as ref_mapping
 
 from checkfu_fast import _native
+from checkfu_fast.arrow import rows_to_events
+
+try:
+    import pyarrow as pa
+except ImportError:  # pragma: no cover - without the arrow extra: the Arrow check is skipped
+    pa = None
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT.parent / "shared" / "seeds" / "003_4dc6804f576ea617.txt"
@@ -158,6 +166,16 @@ def check_stream(data: bytes, dialect, opts: dict, seed: int, label: str) -> Non
     if canon(decoded) != canon(events):
         raise Mismatch(f"{label}: normalize_jsonl lines != normalize() for {data!r}\n"
                        f" jsonl={jsonl[1]!r}\n events={events!r}")  # fmt: skip
+    # the Arrow writer: every row, turned back by row_to_event, is exactly the event (small
+    # batches, so batch cuts and the concatenation of __arrow_c_array__ are crossed too)
+    if pa is not None:
+        arrow = outcome(lambda: checkfu_fast.normalize_arrow(data, dialect, batch_rows=3, **opts))
+        if arrow[0] != "ok":
+            raise Mismatch(f"{label}: normalize() ran, normalize_arrow gave {arrow!r} for {data!r}")
+        for table in (pa.table(arrow[1]), pa.record_batch(arrow[1])):
+            if canon(list(rows_to_events(table))) != canon(events):
+                raise Mismatch(f"{label}: normalize_arrow rows != normalize() for {data!r}\n"
+                               f" rows={table.to_pylist()!r}\n events={events!r}")  # fmt: skip
     if [e["seq"] for e in events] != list(range(len(events))):
         raise Mismatch(f"{label}: seq is not 0..n-1 for {data!r}")
     if isinstance(dialect, str) and dialect != "auto":
