@@ -34,6 +34,7 @@ RATIOS = (
     ("normalize_arrow", "normalize_dicts", ">= 2.5"),
     ("normalize_arrow_table", "normalize_dicts", ""),
     ("bigfile_jobs2", "bigfile_jobs1", ""),
+    ("files_arrow_jobs2", "files_arrow_jobs1", ""),
 )
 
 

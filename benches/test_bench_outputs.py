@@ -25,6 +25,8 @@ their ``MB`` is twice the corpus):
 * ``normalize_arrow``: ``checkfu_fast.normalize_arrow`` (Arrow record batches built by the core);
 * ``normalize_arrow_table``: the same, then ``pyarrow.table`` of it (imported zero-copy through
   ``__arrow_c_stream__``).
+* ``files_arrow_jobs1`` / ``files_arrow_jobs2``: ``normalize_files(format="arrow")`` on the
+  two files with 1 and 2 threads (Arrow batches built by the core, files in parallel);
 * ``bigfile_jobs1`` / ``bigfile_jobs2``: ``normalize_files`` on one file of four copies of the
   corpus, with 1 thread (one stream) and 2 threads (split at newlines into 8 MiB ranges,
   rust/split.rs); ``MB`` is four times the corpus.
@@ -115,6 +117,8 @@ PATHS = (
     "normalize_arrow_table",
     "bigfile_jobs1",
     "bigfile_jobs2",
+    "files_arrow_jobs1",
+    "files_arrow_jobs2",
 )
 
 
@@ -124,10 +128,13 @@ def _arrow_table(data: bytes) -> Any:
     return pa.table(checkfu_fast.normalize_arrow(data))
 
 
-def _arrow_agrees(data: bytes, jsonl: bytes) -> bool:
+def _arrow_agrees(data: bytes, jsonl: bytes, x: Any = None) -> bool:
+    import pyarrow as pa
+
     from checkfu_fast.arrow import rows_to_events
 
-    return _decoded(jsonl) == strict_key(list(rows_to_events(_arrow_table(data))))
+    table = pa.table(checkfu_fast.normalize_arrow(data) if x is None else x)
+    return _decoded(jsonl) == strict_key(list(rows_to_events(table)))
 
 
 def _decoded(jsonl: bytes) -> Any:
@@ -179,6 +186,15 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
         args = ([c["big"]],)
         (got,) = fn([c["big"]])
         agrees = got == checkfu_fast.normalize_jsonl(c["big"].read_bytes())
+    elif path.startswith("files_arrow_"):
+        jobs = 1 if path == "files_arrow_jobs1" else 2
+        mb *= 2
+
+        def fn(paths: list[Path], jobs: int = jobs) -> list[Any]:
+            return checkfu_fast.normalize_files(paths, format="arrow", jobs=jobs)
+
+        args = (files,)
+        agrees = all(_arrow_agrees(data, jsonl, x) for x in fn(files))
     elif path.startswith("files_out_"):
         jobs = 1 if path == "files_out_jobs1" else 2
         mb *= 2
