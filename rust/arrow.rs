@@ -164,7 +164,7 @@ columns! {
 
 /// The text of JSON the writers produced (always UTF-8; `None` would be a writer bug).
 fn utf8(b: &[u8]) -> Option<&str> {
-    std::str::from_utf8(b).ok()
+    simdutf8::basic::from_utf8(b).ok()
 }
 
 /// A usage count as an int64 cell: an integer in range, or an integral float in range.

@@ -112,7 +112,7 @@ pub fn prepare<'a>(
     let Some(first) = data.iter().position(|&c| !is_blank_byte(c)) else {
         return Ok(None);
     };
-    let text = match std::str::from_utf8(data) {
+    let text = match simdutf8::compat::from_utf8(data) {
         Ok(t) => t,
         Err(e) => {
             let message = format!("invalid UTF-8 at byte {}", e.valid_up_to());
