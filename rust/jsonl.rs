@@ -602,26 +602,33 @@ pub fn normalize_file(
     source: Option<&str>,
     sink: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut f = open_input(path)?;
     let mut s = Stream::new(dialect, budget, source);
-    let mut chunk = vec![0u8; READ_CHUNK];
     let mut out = Vec::with_capacity(out_capacity(READ_CHUNK));
-    loop {
-        let n = match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+    read_chunks(&mut open_input(path)?, |chunk| {
         out.clear();
-        s.feed(chunk.get(..n).unwrap_or_default(), &mut out)
-            .map_err(io_oom)?;
-        sink.write_all(&out)?;
-    }
+        s.feed(chunk, &mut out).map_err(io_oom)?;
+        sink.write_all(&out)
+    })?;
     out.clear();
     s.finish(&mut out).map_err(io_oom)?;
     sink.write_all(&out)?;
     sink.flush()
+}
+
+/// Every byte of `r`, handed to `f` [`READ_CHUNK`] bytes (or what one read gave) at a time.
+pub fn read_chunks(
+    r: &mut dyn Read,
+    mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        match r.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => f(chunk.get(..n).unwrap_or_default())?,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The gzip and zstd magics (`inputs.py` has the same).

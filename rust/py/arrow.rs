@@ -13,13 +13,11 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
 use arrow_schema::SchemaRef;
 
-use std::io::Read;
-
 use super::{budget_arg, dialect_arg};
 use crate::arrow::{ArrowSink, Failure, BATCH_ROWS};
 use crate::budget::Budget;
 use crate::dialect::AnyDialect;
-use crate::jsonl::{open_input, par_map, READ_CHUNK};
+use crate::jsonl::{open_input, par_map, read_chunks};
 use crate::normalize::Engine;
 use crate::sink;
 
@@ -203,9 +201,9 @@ pub fn _normalize_range_arrow(
     batches(py, engine, &data, last, batch_rows)
 }
 
-/// One file's events as Arrow batches: read [`READ_CHUNK`] bytes at a time (gzip and zstd
-/// decompressed as read, `jsonl::open_input`), the same batches' rows as `normalize_arrow` of
-/// its contents.
+/// One file's events as Arrow batches: read [`crate::jsonl::READ_CHUNK`] bytes at a time
+/// (gzip and zstd decompressed as read, `jsonl::open_input`), the same rows as
+/// `normalize_arrow` of its contents.
 fn file_batches(
     path: &std::path::Path,
     dialect: Option<AnyDialect>,
@@ -218,21 +216,12 @@ fn file_batches(
         }
         Failure::Arrow(e) => std::io::Error::other(e.to_string()),
     };
-    let mut f = open_input(path)?;
     let mut engine = Engine::new(dialect, budget);
     let mut sink = ArrowSink::new(batch_rows);
-    let mut chunk = vec![0u8; READ_CHUNK];
     let mut seq = 0u64;
-    loop {
-        let n = match f.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let part = chunk.get(..n).unwrap_or_default();
-        sink::feed(&mut engine, &mut seq, part, &mut sink).map_err(failed)?;
-    }
+    read_chunks(&mut open_input(path)?, |chunk| {
+        sink::feed(&mut engine, &mut seq, chunk, &mut sink).map_err(failed)
+    })?;
     sink::finish(&mut engine, &mut seq, &mut sink).map_err(failed)?;
     let schema = sink.schema();
     let batches = sink.finish().map_err(failed)?;
@@ -275,13 +264,7 @@ pub fn _normalize_files_arrow<'py>(
     for r in results {
         match r {
             Ok(events) => out.append(Bound::new(py, events)?)?,
-            Err(e) => out.append(PyTuple::new(
-                py,
-                [
-                    e.raw_os_error().into_pyobject(py)?.into_any(),
-                    e.to_string().into_pyobject(py)?.into_any(),
-                ],
-            )?)?,
+            Err(e) => out.append(super::error_tuple(py, &e)?)?,
         }
     }
     Ok(out)

@@ -267,16 +267,24 @@ fn normalize_files<'py>(
         match r {
             Ok(Some(parts)) => out.append(joined(py, &parts)?)?,
             Ok(None) => out.append(py.None())?,
-            Err(e) => out.append(PyTuple::new(
-                py,
-                [
-                    e.raw_os_error().into_pyobject(py)?.into_any(),
-                    e.to_string().into_pyobject(py)?.into_any(),
-                ],
-            )?)?,
+            Err(e) => out.append(error_tuple(py, &e)?)?,
         }
     }
     Ok(out)
+}
+
+/// A file's failure as the Python layer takes it: `(errno or None, message)`.
+pub(crate) fn error_tuple<'py>(
+    py: Python<'py>,
+    e: &std::io::Error,
+) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        [
+            e.raw_os_error().into_pyobject(py)?.into_any(),
+            e.to_string().into_pyobject(py)?.into_any(),
+        ],
+    )
 }
 
 /// One `bytes` of `parts` in order (the one copy of a file's JSONL into Python).
