@@ -135,6 +135,23 @@ def test_unconsumed_capsules_are_released() -> None:
     assert grown_kib < 100 << 10, grown_kib
 
 
+def test_polars_reads_the_object_directly(tmp_path: Path) -> None:
+    """polars takes the object through the PyCapsule stream interface: the same rows."""
+    pl = pytest.importorskip("polars")
+    data = b"".join(p.read_bytes() for p in GOLDEN[:20])
+    x = checkfu_fast.normalize_arrow(data, batch_rows=7)
+    df = pl.DataFrame(x)
+    assert df.columns == checkfu_fast._native.arrow_columns()
+    assert df.height == len(checkfu_fast.normalize(data))
+    assert df.to_dicts() == pa.table(x).to_pylist()
+    # an Arrow IPC file of normalize_files(format="arrow") reads back the same
+    (written,) = checkfu_fast.normalize_files([GOLDEN[0]], tmp_path, format="arrow")
+    ipc = pl.read_ipc(written)
+    assert (
+        ipc.to_dicts() == pa.table(checkfu_fast.normalize_arrow(GOLDEN[0].read_bytes())).to_pylist()
+    )
+
+
 def test_duckdb_reads_the_object_directly() -> None:
     data = b"".join(p.read_bytes() for p in GOLDEN if p.parent.name == "claude")
     events = checkfu_fast.normalize(data, "claude")
