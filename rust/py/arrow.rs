@@ -218,6 +218,10 @@ fn file_batches(
     };
     let mut engine = Engine::new(dialect, budget);
     let mut sink = ArrowSink::new(batch_rows);
+    // the columns sized for the file (a compressed file's size is a low guess)
+    if let Ok(meta) = std::fs::metadata(path) {
+        sink.expect(usize::try_from(meta.len()).unwrap_or(usize::MAX));
+    }
     let mut seq = 0u64;
     read_chunks(&mut open_input(path)?, |chunk| {
         sink::feed(&mut engine, &mut seq, chunk, &mut sink).map_err(failed)
