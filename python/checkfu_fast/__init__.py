@@ -304,7 +304,7 @@ def _table_files(
             if isinstance(r, tuple):
                 raise _file_error(p, r)
         return cast("list[Any]", results)
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     from .arrow import write_table_file
 
@@ -314,6 +314,12 @@ def _table_files(
             pool.submit(write_table_file, p, out, format, dialect, budgets)
             for p, out in zip(inputs, outputs, strict=True)
         ]
+        try:
+            wait(futures)
+        except BaseException:  # Ctrl-C: files not started are not started
+            for f in futures:
+                f.cancel()
+            raise
     for f in futures:  # every file done; the first failure raised
         f.result()
     return outputs
