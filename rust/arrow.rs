@@ -382,7 +382,10 @@ impl ArrowSink {
                 Some(ToolResult::Value(v)) => Self::json_cell(json, |o| write_value(o, v)),
                 Some(ToolResult::Text) => {
                     let t = ev.text.as_deref().unwrap_or("");
-                    Self::json_cell(json, |o| write_str(o, t))
+                    match rec.string_json(t) {
+                        Some(copied) => Some(copied),
+                        None => Self::json_cell(json, |o| write_str(o, t)),
+                    }
                 }
                 None => None,
             });

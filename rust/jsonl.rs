@@ -228,7 +228,11 @@ fn write_event(
     let mut text_json = None;
     if let Some(text) = &ev.text {
         let start = o.key("text").len();
-        match shared.get((text.as_ptr() as usize, text.len()), parsed) {
+        // the string's JSON from the written `parsed` or the canonical line, else escaped
+        let copied = shared
+            .get((text.as_ptr() as usize, text.len()), parsed)
+            .or_else(|| rec.string_json(text).map(str::as_bytes));
+        match copied {
             Some(json) => o.out.extend_from_slice(json), // d.set_item("text", shared obj)
             None => write_str(o.out, text),              // d.set_item("text", text)
         }

@@ -32,6 +32,8 @@ pub enum Prepared<'a> {
         repairs: usize,
         /// The value's text when the writers may copy it ([`parse::Line::canonical`]).
         canonical: Option<&'a str>,
+        /// Where a canonical line's long strings stand in `raw` ([`parse::Line::strings`]).
+        strings: Vec<parse::StrSpan>,
     },
 }
 
@@ -144,6 +146,7 @@ pub fn prepare<'a>(
                     value: l.value,
                     repairs: l.repairs,
                     canonical: l.canonical,
+                    strings: l.strings,
                 },
                 Err(parse::Failure::OutOfMemory(e)) => return Err(e),
                 Err(parse::Failure::Over(o)) => over(o),
@@ -171,6 +174,7 @@ pub fn prepare<'a>(
                 value: l.value,
                 repairs: l.repairs,
                 canonical: l.canonical,
+                strings: l.strings,
             },
             Err(parse::Failure::OutOfMemory(e)) => return Err(e),
             Err(_) => Prepared::Fail {
@@ -190,9 +194,21 @@ pub struct LineEvents<'v> {
     pub parsed: Option<&'v Value<'v>>,
     /// `parsed` as the writers would write it, when the line already is that text.
     pub parsed_text: Option<&'v str>,
+    /// With `parsed_text`: where the line's long strings stand in `raw` ([`LineEvents::string_json`]).
+    pub strings: &'v [parse::StrSpan],
     pub meta: LineMeta<'v>,
     pub repairs: usize,
     pub events: Vec<Event<'v>>,
+}
+
+impl LineEvents<'_> {
+    /// The JSON text of `s`, a string of `parsed`, copied from the line when the line is
+    /// canonical and `s` is one of its long strings ([`parse::Line::strings`]): exactly what
+    /// `text::write_str(s)` would write.
+    pub fn string_json(&self, s: &str) -> Option<&str> {
+        self.parsed_text?;
+        parse::StrSpan::find(self.strings, self.raw, s)
+    }
 }
 
 fn unknown<'v>() -> Event<'v> {
@@ -209,6 +225,10 @@ pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: &AnyDialect) ->
         parsed_text: match p {
             Prepared::Parsed { canonical, .. } => *canonical,
             Prepared::Fail { .. } => None,
+        },
+        strings: match p {
+            Prepared::Parsed { strings, .. } => strings,
+            Prepared::Fail { .. } => &[],
         },
         meta: LineMeta::default(),
         repairs: 0,
@@ -256,6 +276,7 @@ impl StreamError {
             raw: &self.raw,
             parsed: None,
             parsed_text: None,
+            strings: &[],
             meta: LineMeta::default(),
             repairs: 0,
             events: vec![self.event.clone()],

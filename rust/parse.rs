@@ -74,6 +74,33 @@ pub struct Line<'a> {
     /// `JSON.stringify`, codex's serde_json) mostly is, so the writers copy it instead of
     /// writing the tree again.
     pub canonical: Option<&'a str>,
+    /// For a canonical line, where its long strings (at least [`SPAN_MIN`] bytes) stand in it:
+    /// each string's text is then exactly what the writer writes for the string, so the writers
+    /// copy it rather than escape the string again (empty when the line is not canonical).
+    pub strings: Vec<StrSpan>,
+}
+
+/// Strings shorter than this get no [`StrSpan`] (escaping them again costs less than a lookup).
+pub const SPAN_MIN: usize = 64;
+
+/// A string of a parsed value and its JSON text in the line: `text[start..end]`, quotes
+/// included. The string is named by its bytes' address and length (a `Value::Str` keeps its
+/// bytes where the parser put them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StrSpan {
+    pub ptr: usize,
+    pub len: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl StrSpan {
+    /// The JSON text of `s` in `text` when `s` is the string this span names.
+    pub fn find<'t>(spans: &[StrSpan], text: &'t str, s: &str) -> Option<&'t str> {
+        let key = (s.as_ptr() as usize, s.len());
+        let span = spans.iter().find(|x| (x.ptr, x.len) == key)?;
+        text.get(span.start..span.end)
+    }
 }
 
 /// [`parse_within`] that also tells whether the line is canonical ([`Line::canonical`]).
@@ -90,6 +117,7 @@ pub fn parse_line(text: &str, max_depth: usize, max_nodes: usize) -> Result<Line
         over: None,
         oom: None,
         canon: true,
+        spans: Vec::new(),
     };
     p.ws();
     let from = p.i;
@@ -111,6 +139,11 @@ pub fn parse_line(text: &str, max_depth: usize, max_nodes: usize) -> Result<Line
         value: v,
         repairs: p.repairs,
         canonical,
+        strings: if canonical.is_some() {
+            p.spans
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -127,6 +160,8 @@ struct Parser<'a> {
     oom: Option<OutOfMemory>,
     /// Nothing seen yet that the writer would write differently ([`Line::canonical`]).
     canon: bool,
+    /// The long strings so far ([`Line::strings`]).
+    spans: Vec<StrSpan>,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -293,15 +328,38 @@ impl<'a> Parser<'a> {
 
     /// Parse a string starting at the opening quote. A string without escapes (most of them) is
     /// one [`scan_str`] and a borrow; escapes go through [`Parser::escaped`].
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Result<Cow<'a, str>, JsonError> {
         let start = self.i;
         let at = scan_str(self.b, start + 1);
         if self.b.get(at) == Some(&b'"') {
             self.i = at + 1;
-            return Ok(Cow::Borrowed(self.s.get(start + 1..at).unwrap_or_default()));
+            let s = self.s.get(start + 1..at).unwrap_or_default();
+            if s.len() >= SPAN_MIN {
+                self.note_span(s, start);
+            }
+            return Ok(Cow::Borrowed(s));
         }
-        self.escaped(start, at)
+        let s = self.escaped(start, at)?;
+        if s.len() >= SPAN_MIN {
+            self.note_span(&s, start);
+        }
+        Ok(s)
+    }
+
+    /// Keep where the string `s` (opening quote at `start`, closing one just before `self.i`)
+    /// stands, for [`Line::strings`]. A span is an optimization: none is kept when the line is
+    /// already not canonical or its room cannot be had.
+    #[inline(never)]
+    fn note_span(&mut self, s: &str, start: usize) {
+        if self.canon && self.spans.try_reserve(1).is_ok() {
+            self.spans.push(StrSpan {
+                ptr: s.as_ptr() as usize,
+                len: s.len(),
+                start,
+                end: self.i,
+            });
+        }
     }
 
     /// The rest of a string from `at`, the first quote, backslash or control byte after the
@@ -582,6 +640,62 @@ mod tests {
     fn err(s: &str) -> (&'static str, usize) {
         let e = parse(s).err().map(|e| (e.message, e.offset));
         e.unwrap_or(("ok", 0))
+    }
+
+    #[test]
+    fn canonical_lines_keep_their_long_strings() {
+        let long = "x".repeat(70);
+        let esc = format!("{long}\\n\\\"é");
+        let text = format!(r#"{{"a":"{long}","b":["{esc}","short"],"{long}":1}}"#);
+        let line = parse_line(&text, 64, 1000);
+        let Ok(Line {
+            value,
+            canonical: Some(_),
+            strings,
+            ..
+        }) = &line
+        else {
+            panic!("not canonical: {line:?}");
+        };
+        // every long string of the value, keys included, found with its exact written JSON
+        let mut found = 0;
+        let mut check = |s: &str| {
+            if s.len() >= SPAN_MIN {
+                let mut want = Vec::new();
+                crate::text::write_str(&mut want, s);
+                assert_eq!(
+                    StrSpan::find(strings, &text, s).map(str::as_bytes),
+                    Some(&want[..])
+                );
+                found += 1;
+            }
+        };
+        if let Value::Object(pairs) = value {
+            for (k, v) in pairs {
+                check(k);
+                match v {
+                    Value::Str(s) => check(s),
+                    Value::Array(items) => {
+                        for i in items {
+                            if let Value::Str(s) = i {
+                                check(s);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!((found, strings.len()), (3, 3));
+        // a copy of a string elsewhere is not the string: no span
+        assert_eq!(StrSpan::find(strings, &text, &long.clone()), None);
+        // a line the writer would write differently keeps none
+        let spaced = format!(r#"{{"a": "{long}"}}"#);
+        let l = parse_line(&spaced, 64, 1000).ok();
+        assert_eq!(
+            l.map(|l| (l.canonical.is_none(), l.strings.len())),
+            Some((true, 0))
+        );
     }
 
     #[test]

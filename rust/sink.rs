@@ -80,6 +80,7 @@ pub fn items<S: Sink>(
                     raw: rec.raw,
                     parsed: rec.parsed,
                     parsed_text: rec.parsed_text,
+                    strings: rec.strings,
                     meta: LineMeta::default(),
                     repairs: 0,
                     events: vec![fallback_event(*held, dialect)],
