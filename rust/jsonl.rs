@@ -20,6 +20,7 @@ use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
 use crate::event::{Event, Extra, Num, ToolResult};
 use crate::normalize::{Engine, LineEvents, V};
+use crate::parse::{StrSpan, SPAN_MIN};
 use crate::sink::{self, Sink};
 use crate::text::{write_f64, write_i128, write_str, write_u64};
 use crate::value::Value;
@@ -42,16 +43,16 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
 
 /// Parts of a line's `parsed` JSON that its events repeat (`text` borrowed from a string of
 /// the line, `tool.arguments`), so they are escaped once and copied after (the JSONL twin of
-/// `convert.rs`'s `Shared`). Keys: (address, length) of strings, (address, 0) of values.
+/// `convert.rs`'s `Shared`). Keys: (address, length) of strings, (address, 0) of values. For a
+/// canonical line the parser found them ([`parse::Line::strings`]); otherwise writing `parsed`
+/// notes them.
 #[derive(Debug, Default)]
 struct Shared {
     wanted: Vec<(usize, usize)>,
-    /// key -> byte range in the `parsed` buffer
-    found: Vec<((usize, usize), (usize, usize))>,
+    /// where each part stands in the `parsed` JSON
+    found: Vec<StrSpan>,
 }
 
-/// Strings shorter than this are escaped again rather than looked up.
-const SHARE_MIN: usize = 64;
 /// At most this many parts are looked up per line (a line can have 100k events; the rest are
 /// escaped again, which gives the same bytes).
 const SHARE_MAX: usize = 8;
@@ -64,7 +65,7 @@ impl Shared {
                 break;
             }
             if let Some(std::borrow::Cow::Borrowed(t)) = &ev.text {
-                if t.len() >= SHARE_MIN {
+                if t.len() >= SPAN_MIN {
                     wanted.push((t.as_ptr() as usize, t.len()));
                 }
             }
@@ -78,16 +79,31 @@ impl Shared {
         }
     }
 
+    /// The parts of a canonical line: its long strings, where the parser found them.
+    fn in_line(strings: &[StrSpan]) -> Self {
+        Shared {
+            wanted: Vec::new(),
+            found: strings.to_vec(),
+        }
+    }
+
     #[inline]
-    fn note(&mut self, key: (usize, usize), start: usize, end: usize) {
-        if self.wanted.contains(&key) && !self.found.iter().any(|(k, _)| *k == key) {
-            self.found.push((key, (start, end)));
+    fn note(&mut self, (ptr, len): (usize, usize), start: usize, end: usize) {
+        if self.wanted.contains(&(ptr, len))
+            && !self.found.iter().any(|x| (x.ptr, x.len) == (ptr, len))
+        {
+            self.found.push(StrSpan {
+                ptr,
+                len,
+                start,
+                end,
+            });
         }
     }
 
     fn get<'b>(&self, key: (usize, usize), buf: &'b [u8]) -> Option<&'b [u8]> {
-        let (_, (a, b)) = self.found.iter().find(|(k, _)| *k == key)?;
-        buf.get(*a..*b)
+        let x = self.found.iter().find(|x| (x.ptr, x.len) == key)?;
+        buf.get(x.start..x.end)
     }
 }
 
@@ -228,11 +244,7 @@ fn write_event(
     let mut text_json = None;
     if let Some(text) = &ev.text {
         let start = o.key("text").len();
-        // the string's JSON from the written `parsed` or the canonical line, else escaped
-        let copied = shared
-            .get((text.as_ptr() as usize, text.len()), parsed)
-            .or_else(|| rec.string_json(text).map(str::as_bytes));
-        match copied {
+        match shared.get((text.as_ptr() as usize, text.len()), parsed) {
             Some(json) => o.out.extend_from_slice(json), // d.set_item("text", shared obj)
             None => write_str(o.out, text),              // d.set_item("text", text)
         }
@@ -487,12 +499,14 @@ impl LineWriter {
         // raw and parsed are the same for every event of the line: written once
         self.raw.clear();
         write_str(&mut self.raw, rec.raw);
-        // a canonical line is its own `parsed` JSON (then nothing is shared: the events' parts
-        // are written again, which costs less than writing the tree)
+        // a canonical line is its own `parsed` JSON, its long strings where the parser found them
         self.parsed.clear();
         let mut shared = Shared::default();
         let parsed: &[u8] = match (rec.parsed_text, rec.parsed) {
-            (Some(text), _) => text.as_bytes(),
+            (Some(text), _) => {
+                shared = Shared::in_line(rec.strings);
+                text.as_bytes()
+            }
             (None, Some(v)) => {
                 shared = Shared::for_events(&rec.events);
                 write_shared(&mut self.parsed, v, &mut shared);

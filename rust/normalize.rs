@@ -32,7 +32,7 @@ pub enum Prepared<'a> {
         repairs: usize,
         /// The value's text when the writers may copy it ([`parse::Line::canonical`]).
         canonical: Option<&'a str>,
-        /// Where a canonical line's long strings stand in `raw` ([`parse::Line::strings`]).
+        /// Where a canonical line's long strings stand in `canonical` ([`parse::Line::strings`]).
         strings: Vec<parse::StrSpan>,
     },
 }
@@ -194,7 +194,7 @@ pub struct LineEvents<'v> {
     pub parsed: Option<&'v Value<'v>>,
     /// `parsed` as the writers would write it, when the line already is that text.
     pub parsed_text: Option<&'v str>,
-    /// With `parsed_text`: where the line's long strings stand in `raw` ([`LineEvents::string_json`]).
+    /// With `parsed_text`: where the line's long strings stand in it ([`LineEvents::string_json`]).
     pub strings: &'v [parse::StrSpan],
     pub meta: LineMeta<'v>,
     pub repairs: usize,
@@ -206,8 +206,7 @@ impl LineEvents<'_> {
     /// canonical and `s` is one of its long strings ([`parse::Line::strings`]): exactly what
     /// `text::write_str(s)` would write.
     pub fn string_json(&self, s: &str) -> Option<&str> {
-        self.parsed_text?;
-        parse::StrSpan::find(self.strings, self.raw, s)
+        parse::StrSpan::find(self.strings, self.parsed_text?, s)
     }
 }
 

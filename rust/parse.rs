@@ -74,17 +74,19 @@ pub struct Line<'a> {
     /// `JSON.stringify`, codex's serde_json) mostly is, so the writers copy it instead of
     /// writing the tree again.
     pub canonical: Option<&'a str>,
-    /// For a canonical line, where its long strings (at least [`SPAN_MIN`] bytes) stand in it:
-    /// each string's text is then exactly what the writer writes for the string, so the writers
-    /// copy it rather than escape the string again (empty when the line is not canonical).
+    /// For a canonical line, where its long strings (at least [`SPAN_MIN`] bytes) stand in
+    /// `canonical`: each string's text is then exactly what the writer writes for the string,
+    /// so the writers copy it rather than escape the string again (empty when the line is not
+    /// canonical).
     pub strings: Vec<StrSpan>,
 }
 
-/// Strings shorter than this get no [`StrSpan`] (escaping them again costs less than a lookup).
+/// Strings shorter than this get no [`StrSpan`] (escaping them again costs less than a lookup;
+/// the JSONL writer's shared parts use the same bound).
 pub const SPAN_MIN: usize = 64;
 
-/// A string of a parsed value and its JSON text in the line: `text[start..end]`, quotes
-/// included. The string is named by its bytes' address and length (a `Value::Str` keeps its
+/// A string (or, in the JSONL writer, a value) of a parsed line and its JSON text in the line's
+/// `parsed` JSON: `json[start..end]`, quotes included. The string is named by its bytes' address and length (a `Value::Str` keeps its
 /// bytes where the parser put them).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StrSpan {
@@ -152,6 +154,11 @@ pub fn parse_line(text: &str, max_depth: usize, max_nodes: usize) -> Result<Line
         repairs: p.repairs,
         canonical,
         strings: if canonical.is_some() {
+            // relative to the canonical text
+            for x in &mut p.spans {
+                x.start -= from;
+                x.end -= from;
+            }
             p.spans
         } else {
             Vec::new()
@@ -662,7 +669,7 @@ mod tests {
         let line = parse_line(&text, 64, 1000);
         let Ok(Line {
             value,
-            canonical: Some(_),
+            canonical: Some(json),
             strings,
             ..
         }) = &line
@@ -676,7 +683,7 @@ mod tests {
                 let mut want = Vec::new();
                 crate::text::write_str(&mut want, s);
                 assert_eq!(
-                    StrSpan::find(strings, &text, s).map(str::as_bytes),
+                    StrSpan::find(strings, json, s).map(str::as_bytes),
                     Some(&want[..])
                 );
                 found += 1;
@@ -700,7 +707,7 @@ mod tests {
         }
         assert_eq!((found, strings.len()), (3, 3));
         // a copy of a string elsewhere is not the string: no span
-        assert_eq!(StrSpan::find(strings, &text, &long.clone()), None);
+        assert_eq!(StrSpan::find(strings, json, &long.clone()), None);
         // a line the writer would write differently keeps none
         let spaced = format!(r#"{{"a": "{long}"}}"#);
         let l = parse_line(&spaced, 64, 1000).ok();
