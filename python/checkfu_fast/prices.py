@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import date
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -338,11 +337,15 @@ def _validate(doc: Any, where: str) -> None:
                 _check_clause(p[k], f"{where}: providers[{i}].{k}")
 
 
-@lru_cache(maxsize=1)
+_SHIPPED: list[Snapshot] = []
+
+
 def snapshot() -> Snapshot:
     """The shipped snapshot (read once)."""
-    text = resources.files("checkfu_fast").joinpath("data/prices.json").read_text("utf-8")
-    return Snapshot(json.loads(text), name="checkfu_fast/data/prices.json")
+    if not _SHIPPED:
+        text = resources.files("checkfu_fast").joinpath("data/prices.json").read_text("utf-8")
+        _SHIPPED.append(Snapshot(json.loads(text), name="checkfu_fast/data/prices.json"))
+    return _SHIPPED[0]
 
 
 def load(path: str | Path, base: Snapshot | None = None) -> Snapshot:
