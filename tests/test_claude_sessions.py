@@ -127,7 +127,9 @@ def test_usage_equals_the_hand_computed_totals(impl):
     assert counts(t["byModel"][SONNET]) == (108_287, 98_160, 965)
     assert counts(t["byModel"][HAIKU]) == (8_816, 4_210, 365)
     assert counts(t["total"]) == (117_103, 102_370, 1_330)
-    assert t["total"]["costUsd"] is None and t["total"]["source"] == "absent"
+    # session files carry no cost: every message is estimated at list prices (docs/prices.md)
+    assert t["total"]["source"] == "estimated" and t["total"]["unpricedModels"] == []
+    assert t["total"]["costUsd"] == t["total"]["estimatedUsd"] > 0
     assert list(t["bySession"]) == [SID]  # the sub-agent's spend lands in its parent session
     # summing every line instead gives the doc's naive numbers: the dedup is what changes them
     naive = [e["usage"] for e in normalize(SESSION) if e["kind"] == "usage"]

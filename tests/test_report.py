@@ -44,7 +44,8 @@ def test_json_equals_the_fold_of_each_file(capsys):
     rc, out, _ = run(["report", "--json", str(SAMPLES)], capsys)
     assert rc == 0
     doc = json.loads(out)
-    assert sorted(doc) == ["bySession", "files", "total"]
+    assert sorted(doc) == ["bySession", "files", "prices", "rows", "total"]
+    assert [r["session"] for r in doc["rows"]] == list(doc["bySession"])
     assert doc["files"] == len(list(SAMPLES.glob("*.jsonl")))
     # Every sample is its own session here, so the report is the union of per-file totals.
     expected: dict = {}
@@ -53,7 +54,8 @@ def test_json_equals_the_fold_of_each_file(capsys):
     assert doc["bySession"] == dict(sorted(expected.items()))
     for k in ("inputTokens", "outputTokens", "cachedTokens"):
         assert doc["total"][k] == sum(s[k] for s in expected.values())
-    assert doc["total"]["source"] == "partial"  # codex reports no cost, the others do
+    # codex reports no cost and this stream names no model: a mix of reported and unpriced
+    assert doc["total"]["source"] == "mixed" and doc["total"]["unpricedModels"] == ["unknown"]
 
 
 def test_by_model_json(capsys):
@@ -70,7 +72,7 @@ def test_by_model_json(capsys):
 def test_by_day_groups_by_the_utc_day_of_the_timestamp(capsys):
     sessions = ROOT / "docs" / "examples-sessions"
     paths = [str(sessions / "claude-session.jsonl"), str(sessions / "claude-subagent.jsonl")]
-    rc, out, _ = run(["report", "--by", "day", "--json", *paths], capsys)
+    rc, out, _ = run(["report", "--by", "day", "--tz", "UTC", "--json", *paths], capsys)
     assert rc == 0
     doc = json.loads(out)
     # every line of both files is of 2026-08-20 (UTC); the totals are the hand-computed ones
@@ -79,20 +81,21 @@ def test_by_day_groups_by_the_utc_day_of_the_timestamp(capsys):
     assert (day["inputTokens"], day["outputTokens"], day["cachedTokens"]) == (117103, 1330, 102370)
     assert {k: v for k, v in doc["total"].items() if k != "endings"} == day
     assert doc["total"]["endings"] == {"ok": 0, "empty": 0, "failed": 1, "none": 1}
-    rc, table, _ = run(["report", "--by", "day", *paths], capsys)
-    assert table.splitlines()[0].startswith("Day (UTC)")
-    assert "2 file(s), 1 day" in table and "unknown" not in table
+    rc, table, _ = run(["report", "--by", "day", "--tz", "UTC", *paths], capsys)
+    assert table.splitlines()[0].startswith("Day ")
+    assert "2 file(s), 1 row by day" in table and "unknown" not in table
+    assert "times in UTC" in table
 
 
 def test_by_day_puts_events_without_timestamp_in_unknown(capsys):
     # the shipped stream samples: claude stream-json lines of these builds carry no timestamp
-    rc, out, _ = run(["report", "--by", "day", "--json", str(SAMPLES)], capsys)
+    rc, out, _ = run(["report", "--by", "day", "--tz", "UTC", "--json", str(SAMPLES)], capsys)
     assert rc == 0
     doc = json.loads(out)
     assert list(doc["byDay"])[-1] == "unknown"
     summed = sum(d["inputTokens"] for d in doc["byDay"].values())
     assert summed == doc["total"]["inputTokens"]
-    _, table, _ = run(["report", "--by", "day", str(SAMPLES)], capsys)
+    _, table, _ = run(["report", "--by", "day", "--tz", "UTC", str(SAMPLES)], capsys)
     assert "unknown: usage whose event has no timestamp" in table
 
 

@@ -9,7 +9,7 @@ Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples)
   vectors [--live] FILE|DIR...                                 replay oneshot-v1 vector files
   audit [--dialect D] [--json] [--strict] FILE|DIR...          record types and fields nobody knows
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
-  report [--by session|model|day] [--json] FILE|DIR...         token and cost totals
+  report [--by DIM[,DIM]] [--json|--csv] [FILE|DIR...]        tokens and cost in USD
 
 Exit codes, the same for every command (see ``EXIT_CODES``): 0 success; 1 a failed check (golden
 or vector mismatch, journal violation, a turn that did not finish), an unreadable input file, or
@@ -468,7 +468,9 @@ EXAMPLES = {
   checkfu-fast audit vectors/samples/
   checkfu-fast audit --strict --dialect claude --json today/*.jsonl   # CI of a pinned CLI""",
     "report": """examples:
-  checkfu-fast report vectors/samples/
+  checkfu-fast report --by day,model            # ~/.claude and ~/.codex, local days
+  checkfu-fast report --by month --since 2026-01-01 --tz Europe/Berlin
+  checkfu-fast report --by block --active        # 5-hour windows, the open one's burn rate
   checkfu-fast report --by model --json ~/agent-logs/""",
     "run": """examples:
   checkfu-fast run contract.json --prompt-file prompt.txt --state-out state.json
@@ -582,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
-    rep = _command(sub, "report", "token and cost totals per session or model")
+    rep = _command(sub, "report", "tokens and cost (USD) per session, model, day, block...")
     report.add_arguments(rep)
     _add_dialect(rep)
     add_arguments(rep)

@@ -1,36 +1,73 @@
 """``checkfu-fast report``: token and cost totals of many agent streams (docs/usage.md).
 
 Each file is streamed through :class:`checkfu_fast.Normalizer` in 1 MiB chunks and folded into
-one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of sessions and
-models, not by the number or size of the files. Directories are walked by the shared rule of
+one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of groups, not
+by the number or size of the files. Directories are walked by the shared rule of
 :mod:`checkfu_fast.paths` (recursive, stream file suffixes only, hidden entries skipped, stable
-sorted order).
+sorted order). Without a path, the default locations of claude and codex are read
+(:func:`default_paths`).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
+import os
 import sys
+import time
 from collections.abc import Iterator
+from datetime import date, datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
 from . import Normalizer
+from . import prices as _prices
 from .inputs import open_input
-from .paths import empty_dirs, expand
+from .paths import empty_dirs, expand, walk
 from .progress import Progress, wanted
-from .usage import UsageFold
+from .usage import DIMENSIONS, UsageFold
 
 CHUNK = 1 << 20
 _KEYS = {"session": "bySession", "model": "byModel", "day": "byDay"}
-_HEADS = {"session": ["Session", "Dialect"], "model": ["Model"], "day": ["Day (UTC)"]}
+_HEADS = {
+    "session": "Session",
+    "model": "Model",
+    "day": "Day",
+    "week": "Week",
+    "month": "Month",
+    "project": "Project",
+    "block": "Block",
+}
+WIDTH = 80
 
 
 def add_arguments(r: Any) -> None:
     """The ``report`` subcommand's arguments, on its argparse parser (cli.py makes it)."""
-    r.add_argument("paths", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
-    r.add_argument("--by", choices=["session", "model", "day"], default="session")
+    r.add_argument(
+        "paths",
+        nargs="*",
+        metavar="FILE|DIR",
+        help="stream file, directory, or - (default: the claude and codex session folders)",
+    )
+    r.add_argument(
+        "--by",
+        default="session",
+        metavar="DIM[,DIM]",
+        help=f"group by {'|'.join(DIMENSIONS)}, or a comma list (default session)",
+    )
     r.add_argument("--json", action="store_true", help="print JSON for scripts")
+    r.add_argument("--csv", action="store_true", help="print CSV rows for spreadsheets")
+    r.add_argument("--tz", metavar="ZONE", help="IANA time zone of days (default: local, TZ)")
+    r.add_argument("--since", metavar="YYYY-MM-DD", help="first day counted (inclusive)")
+    r.add_argument("--until", metavar="YYYY-MM-DD", help="last day counted (inclusive)")
+    r.add_argument(
+        "--active", action="store_true", help="the open 5-hour block: burn rate, projection"
+    )
+    r.add_argument("--prices", metavar="FILE", help="price file over the shipped snapshot")
+    r.add_argument(
+        "--no-estimate", action="store_true", help="keep only the costs the CLIs reported"
+    )
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
@@ -38,34 +75,151 @@ def iter_files(paths: list[str]) -> Iterator[str]:
     yield from expand(paths)
 
 
+def _split(value: str | None) -> list[str]:
+    return [p for p in (value or "").split(",") if p.strip()]
+
+
+def default_paths(env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """The default inputs and the folders they come from.
+
+    claude: ``projects`` of each folder of ``$CLAUDE_CONFIG_DIR`` (comma-separated), else
+    ``~/.config/claude/projects`` and ``~/.claude/projects``; codex: ``sessions`` and
+    ``archived_sessions`` of each folder of ``$CODEX_HOME`` (comma-separated, default
+    ``~/.codex``), a rollout in both counted once (the active copy). Codex files are taken in
+    the order of their names (``rollout-<time>-<id>``: the order they were written)."""
+    e = os.environ if env is None else env
+    home = e.get("HOME") or os.path.expanduser("~")
+    dirs: list[str] = []
+    claude = [
+        os.path.join(os.path.expanduser(d.strip()), "projects")
+        for d in _split(e.get("CLAUDE_CONFIG_DIR"))
+    ] or [
+        os.path.join(home, ".config", "claude", "projects"),
+        os.path.join(home, ".claude", "projects"),
+    ]
+    files: list[str] = []
+    for d in claude:
+        if os.path.isdir(d):
+            dirs.append(d)
+            files += walk(d, (".jsonl",))
+    codex: list[str] = []
+    for h in _split(e.get("CODEX_HOME")) or [os.path.join(home, ".codex")]:
+        h = os.path.expanduser(h.strip())
+        active = os.path.join(h, "sessions")
+        archived = os.path.join(h, "archived_sessions")
+        names: set[str] = set()
+        if os.path.isdir(active):
+            dirs.append(active)
+            got = list(walk(active, (".jsonl", ".jsonl.gz", ".jsonl.zst")))
+            names |= {os.path.basename(f) for f in got}
+            codex += got
+        if os.path.isdir(archived):
+            dirs.append(archived)
+            codex += [
+                f
+                for f in walk(archived, (".jsonl", ".jsonl.gz", ".jsonl.zst"))
+                if os.path.basename(f) not in names
+            ]
+    codex.sort(key=lambda f: (os.path.basename(f), f))
+    return files + codex, dirs
+
+
+def local_zone(name: str | None = None) -> tzinfo:
+    """``name`` (IANA), else ``$TZ``, else the machine's zone (``/etc/localtime``)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    want = name if name is not None else os.environ.get("TZ")
+    if want:
+        want = want.lstrip(":")
+        try:
+            if want.startswith("/"):
+                with open(want, "rb") as f:
+                    return ZoneInfo.from_file(f, key=want)
+            return ZoneInfo(want)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            if name is not None:
+                raise ValueError(f"--tz {name}: not a known IANA time zone") from None
+            return _fixed_local()
+    try:
+        with open("/etc/localtime", "rb") as f:
+            return ZoneInfo.from_file(f, key=_zone_name())
+    except (OSError, ValueError):
+        return _fixed_local()
+
+
+def _zone_name() -> str:
+    try:
+        target = os.readlink("/etc/localtime")
+    except OSError:
+        return "localtime"
+    return target.split("zoneinfo/", 1)[-1]
+
+
+def _fixed_local() -> tzinfo:
+    tz = datetime.now().astimezone().tzinfo
+    return tz if tz is not None else timezone.utc
+
+
 def fold_stream(
-    fold: UsageFold, src: BinaryIO, dialect: Any = "auto", progress: Progress | None = None
-) -> None:
-    """Normalize one stream chunk by chunk and fold its events (none are kept)."""
+    fold: UsageFold,
+    src: BinaryIO,
+    dialect: Any = "auto",
+    progress: Progress | None = None,
+    project: str | None = None,
+) -> tuple[int, int]:
+    """Normalize one stream chunk by chunk and fold its events (none are kept). Returns how
+    many events were recognised and how many were ``status/unknown`` (lines the dialect did
+    not know)."""
     n = Normalizer(dialect)
-    fold.start_stream()
+    fold.start_stream(project)
+    known = unknown = 0
+
+    def take(evs: list[dict[str, Any]]) -> None:
+        nonlocal known, unknown
+        for ev in evs:
+            if ev.get("kind") == "status" and ev.get("subtype") == "unknown":
+                unknown += 1
+            elif ev.get("kind") != "error":
+                known += 1
+            fold.add(ev)
+
     while chunk := src.read(CHUNK):
         if progress is not None:
             progress.read(len(chunk))
-        for ev in n.feed(chunk):
-            fold.add(ev)
-    for ev in n.finish():
-        fold.add(ev)
+        take(n.feed(chunk))
+    take(n.finish())
     fold.end_stream()
+    return known, unknown
+
+
+def claude_project(path: str) -> str | None:
+    """A claude session file's project folder (``projects/<encoded-cwd>/...``), else None."""
+    parts = os.path.normpath(path).split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i - 1] == "projects" and parts[i]:
+            return parts[i]
+    return None
 
 
 def _int(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:,.1f}"
 
 
+def _compact(v: Any) -> str:
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:.1f}{unit}"
+    return _int(v)
+
+
+_MARK = {"reported": "", "estimated": "~", "mixed": "*", "absent": ""}
+
+
 def _cost(t: dict[str, Any]) -> str:
     if t["costUsd"] is None:
         return "-"
-    return f"{t['costUsd']:.4f}" + ("*" if t["source"] == "partial" else "")
-
-
-def _reasoning(t: dict[str, Any]) -> str:
-    return _int(t["reasoningTokens"]) if "reasoningTokens" in t else "-"
+    c = t["costUsd"]
+    return (f"{c:,.2f}" if c >= 100 else f"{c:.4f}") + _MARK[t["source"]]
 
 
 def _endings(t: dict[str, Any]) -> str:
@@ -76,82 +230,223 @@ def _endings(t: dict[str, Any]) -> str:
     return ", ".join(f"{n} {k}" for k, n in seen) or "-"
 
 
-def _cells(t: dict[str, Any]) -> list[str]:
-    return [
-        _int(t["inputTokens"]),
-        _int(t["outputTokens"]),
-        _reasoning(t),
-        _int(t["cachedTokens"]),
-        _cost(t),
-    ]
+def _local(iso: str | None, tz: tzinfo) -> str:
+    if not iso:
+        return "unknown"
+    t = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return t.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
-def table(totals: dict[str, Any], by: str, files: int) -> str:
-    """The human table: one row per session (or model), then the total."""
-    key = _KEYS[by]
-    head = _HEADS[by] + ["Input", "Output", "Reasoning", "Cached", "Cost (USD)"]
-    if by == "session":
+def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: Any = None) -> str:
+    """The human table: one row per group, then the total, then notes; fits 80 columns."""
+    sessions = doc.get("bySession", {})
+    session_only = by == ["session"]
+    head = [_HEADS[d] for d in by]
+    if session_only:
+        head.append("Dialect")
+    head += ["Input", "Output", "Cached", "Cost USD"]
+    if session_only:
         head.append("Ending")
-    rows = []
-    for name, t in totals[key].items():
-        row = [name, t["dialect"]] if by == "session" else [name]
-        row += _cells(t)
-        if by == "session":
-            row.append(_endings(t))
-        rows.append(row)
-    t = totals["total"]
-    total = ["Total"] + ([""] if by == "session" else [])
-    total += _cells(t)
-    if by == "session":
-        total.append(_endings(t))
-    text_cols = 2 if by == "session" else 1
-    widths = [max(len(r[i]) for r in [head, *rows, total]) for i in range(len(head))]
+    text_cols = len(by) + (1 if session_only else 0)
+
+    def cells(t: dict[str, Any], num: Any) -> list[str]:
+        return [num(t["inputTokens"]), num(t["outputTokens"]), num(t["cachedTokens"]), _cost(t)]
+
+    def build(num: Any, cut: dict[int, int]) -> list[list[str]]:
+        out = []
+        for r in doc["rows"]:
+            row: list[str] = []
+            for d in by:
+                v = _local(r["block"], tz) if d == "block" and r["block"] != "unknown" else r[d]
+                row.append(_cut(str(v), cut.get(len(row))))
+            if session_only:
+                row.append(sessions.get(r["session"], {}).get("dialect", ""))
+            row += cells(r, num)
+            if session_only:
+                row.append(_endings(sessions[r["session"]]) if r["session"] in sessions else "-")
+            out.append(row)
+        total = ["Total"] + [""] * (text_cols - 1) + cells(doc["total"], num)
+        if session_only:
+            total.append(_endings(doc["total"]))
+        return [head, *out, total]
+
+    rows, widths = _fit(build, text_cols)
 
     def line(r: list[str]) -> str:
-        cells = [
-            c.ljust(w) if i < text_cols or (by == "session" and i == len(r) - 1) else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
+        out = []
+        for i, (c, w) in enumerate(zip(r, widths, strict=True)):
+            left = i < text_cols or (session_only and i == len(r) - 1)
+            out.append(c.ljust(w) if left else c.rjust(w))
+        return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    out = [line(head), rule, *map(line, rows), rule, line(total)]
-    count = len(totals[key])
-    out.append(f"{files} file(s), {count} {by}{'s' if count != 1 else ''}")
-    if by == "day" and "unknown" in totals[key]:
-        out.append("unknown: usage whose event has no timestamp (stream formats rarely give one)")
-    if any(r["source"] == "partial" for r in [*totals[key].values(), t]):
-        out.append("* the cost covers only some usage readings (the others had none from the CLI)")
-    if any(r["source"] == "absent" for r in totals[key].values()):
-        out.append(
-            "- the CLI reported no cost (codex, cursor and claude session files never do); "
-            "none is estimated"
-        )
+    head_row, *body, total_row = rows
+    out = [line(head_row), rule, *map(line, body), rule, line(total_row)]
+    count = len(doc["rows"])
+    what = ",".join(by)
+    out.append(f"{files} file(s), {count} row{'s' if count != 1 else ''} by {what}")
+    notes = _notes(doc, by, tz, snapshot)
+    return "\n".join(out + notes) + "\n"
+
+
+def _notes(doc: dict[str, Any], by: list[str], tz: tzinfo, snapshot: Any) -> list[str]:
+    notes = []
+    t = doc["total"]
+    sources = {r["source"] for r in [*doc["rows"], t]}
+    if snapshot is not None and t["estimatedUsd"]:
+        notes.append(f"~ estimated at list prices ({snapshot.describe()})")
+    elif snapshot is not None:
+        notes.append(f"prices: {snapshot.describe()}")
+    if "mixed" in sources:
+        notes.append("* part reported by the CLI, part estimated or unpriced")
+    if t["unpricedModels"]:
+        notes.append("no price for: " + ", ".join(t["unpricedModels"]))
+    if any(d in by for d in ("day", "week", "month", "block")):
+        notes.append(f"times in {getattr(tz, 'key', None) or tz}")
+        if any(r.get(d) == "unknown" for r in doc["rows"] for d in by):
+            notes.append(
+                "unknown: usage whose event has no timestamp (stream formats rarely give one)"
+            )
     ends = t["endings"]
-    if by == "session" and (ends["empty"] or ends["failed"]):
-        out.append(
+    if by == ["session"] and (ends["empty"] or ends["failed"]):
+        notes.append(
             "empty: a success result that gave no answer; failed: the stream ended on an error "
             "(whatever the exit status)"
         )
-    return "\n".join(out) + "\n"
+    return notes
+
+
+def _fit(build: Any, text_cols: int) -> tuple[list[list[str]], list[int]]:
+    """The table's cells and widths within :data:`WIDTH`: the longest text columns cut first
+    (to 12 characters at least), then the token counts made compact (``12.3k``)."""
+    for num in (_int, _compact):
+        cut: dict[int, int] = {}
+        rows = build(num, cut)
+        widths = _widths(rows)
+        while _width(widths) > WIDTH:
+            i = max(range(text_cols), key=lambda c: widths[c])
+            if widths[i] <= 12:
+                break
+            cut[i] = max(widths[i] - (_width(widths) - WIDTH), 12)
+            rows = build(num, cut)
+            widths = _widths(rows)
+        if _width(widths) <= WIDTH:
+            break
+    return rows, widths
+
+
+def _cut(s: str, n: int | None) -> str:
+    return s if n is None or len(s) <= n else s[: n - 1] + "…"
+
+
+def _widths(rows: list[list[str]]) -> list[int]:
+    return [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+
+
+def _width(widths: list[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+CSV_FIELDS = (
+    "inputTokens",
+    "outputTokens",
+    "cachedTokens",
+    "cacheWriteTokens",
+    "cacheWrite1hTokens",
+    "reasoningTokens",
+    "costUsd",
+    "source",
+    "estimatedUsd",
+    "unpricedModels",
+)
+
+
+def to_csv(rows: list[dict[str, Any]], by: list[str]) -> str:
+    """One CSV line per row: the dimensions, then the totals' fields (empty where absent)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    dims = [d for dim in by for d in ((dim, "blockEnd") if dim == "block" else (dim,))]
+    w.writerow([*dims, *CSV_FIELDS])
+    for r in rows:
+        vals = [r.get(d) for d in dims]
+        for k in CSV_FIELDS:
+            v = r.get(k)
+            vals.append(" ".join(v) if isinstance(v, list) else v)
+        w.writerow(["" if v is None else v for v in vals])
+    return buf.getvalue()
+
+
+def _by(value: str) -> list[str]:
+    dims = [d.strip() for d in value.split(",") if d.strip()]
+    bad = [d for d in dims if d not in DIMENSIONS]
+    if not dims or bad:
+        raise ValueError(f"--by {value}: choose from {', '.join(DIMENSIONS)} (or a comma list)")
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"--by {value}: a dimension twice")
+    return dims
+
+
+def _day(flag: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise ValueError(f"{flag} {value}: not a date (YYYY-MM-DD)") from None
 
 
 def main(args: argparse.Namespace) -> int:
-    fold = UsageFold()
+    by = _by(args.by)
+    tz = local_zone(args.tz)
+    since, until = _day("--since", args.since), _day("--until", args.until)
+    snap = _prices.snapshot()
+    if args.prices:
+        try:
+            snap = _prices.load(args.prices)
+        except OSError as exc:
+            raise ValueError(f"{args.prices}: {exc.strerror or exc}") from None
+    estimate = not args.no_estimate
+    fold = UsageFold(
+        prices=snap, estimate=estimate, tz=tz, by=by, since=since, until=until, active=args.active
+    )
     status = files = 0
-    for d in empty_dirs(args.paths):
-        print(f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr)
-        status = 1
-    names = list(iter_files(args.paths))
+    paths: list[str] = list(args.paths)
+    if not paths:
+        names, dirs = default_paths()
+        if not dirs:
+            print(
+                "checkfu-fast: no claude or codex session folder found (~/.claude/projects, "
+                "~/.config/claude/projects, ~/.codex/sessions; CLAUDE_CONFIG_DIR, CODEX_HOME)",
+                file=sys.stderr,
+            )
+            status = 1
+    else:
+        for d in empty_dirs(paths):
+            print(
+                f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr
+            )
+            status = 1
+        names = list(iter_files(paths))
     progress = Progress(names, wanted(getattr(args, "progress", None)))
+    explicit = args.dialect not in (None, "auto")
     for name in names:
         try:
             if name == "-":
-                fold_stream(fold, sys.stdin.buffer, args.dialect, progress)
+                known, unknown = fold_stream(fold, sys.stdin.buffer, args.dialect, progress)
             else:
                 with open_input(name) as f:
-                    fold_stream(fold, f, args.dialect, progress)
+                    known, unknown = fold_stream(
+                        fold, f, args.dialect, progress, claude_project(name)
+                    )
             files += 1
+            if explicit and unknown and not known:
+                progress.clear()
+                print(
+                    f"checkfu-fast: {name}: --dialect {args.dialect} recognised none of its "
+                    f"{unknown} line(s) (another CLI's stream? try without --dialect)",
+                    file=sys.stderr,
+                )
+                status = 1
         except OSError as exc:
             fold.end_stream()
             progress.clear()
@@ -159,11 +454,36 @@ def main(args: argparse.Namespace) -> int:
             status = 1
         progress.file_done(name)
     progress.close()
-    totals = fold.totals(by_day=args.by == "day")
+    totals = fold.totals(by_day="day" in by)
+    rows = fold.rows()
+    doc: dict[str, Any] = {"files": files, "total": totals["total"]}
+    for dim in by:
+        if dim in _KEYS:
+            doc[_KEYS[dim]] = totals[_KEYS[dim]]
+    doc["rows"] = rows
+    doc["prices"] = {"date": snap.date, "source": snap.source} if estimate else None
+    if args.active:
+        doc["active"] = fold.active_block(time.time())
     if args.json:
-        key = _KEYS[args.by]
-        doc = {"files": files, "total": totals["total"], key: totals[key]}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif args.csv:
+        sys.stdout.write(to_csv(rows, by))
     else:
-        sys.stdout.write(table(totals, args.by, files))
+        text = table(doc, by, files, tz, snap if estimate else None)
+        if args.active:
+            text += _active_text(doc["active"], tz)
+        sys.stdout.write(text)
     return status
+
+
+def _active_text(a: dict[str, Any] | None, tz: tzinfo) -> str:
+    if a is None:
+        return "active block: none (no reading in the last 5 hours)\n"
+    cost = "-" if a["costUsd"] is None else f"${a['costUsd']:.2f}"
+    return (
+        f"active block: {_local(a['block'], tz)} - {_local(a['blockEnd'], tz)[11:]}, "
+        f"{a['remainingMinutes']} min left\n"
+        f"  so far {a['inputTokens'] + a['outputTokens']:,} tokens, {cost}; "
+        f"burn {a['tokensPerHour']:,.0f} tokens/h, ${a['usdPerHour']:.2f}/h\n"
+        f"  projected at its end: {a['projectedTokens']:,} tokens, ${a['projectedUsd']:.2f}\n"
+    )

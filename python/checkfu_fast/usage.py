@@ -46,11 +46,17 @@ the day of its last reading).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any, cast
 
-__all__ = ["SESSION_CUMULATIVE", "UsageFold", "usage_totals", "utc_day"]
+from . import prices as _prices
+
+__all__ = ["DIMENSIONS", "SESSION_CUMULATIVE", "UsageFold", "epoch", "usage_totals", "utc_day"]
+
+# the --by dimensions of rows (docs/usage.md, Rows)
+DIMENSIONS = ("session", "model", "day", "week", "month", "project", "block")
+BLOCK_SECONDS = 5 * 3600
 
 # Dialects whose cumulative counter runs across resumes of the same session (formats-2026 X6).
 SESSION_CUMULATIVE = frozenset({"codex"})
@@ -78,41 +84,66 @@ _RFC3339 = re.compile(
 )
 
 
-def utc_day(ts: Any) -> str:
-    """The UTC day (``YYYY-MM-DD``) of an RFC 3339 timestamp, else ``"unknown"``."""
+def epoch(ts: Any) -> float | None:
+    """Seconds since 1970 (UTC) of an RFC 3339 timestamp, else ``None``."""
     m = _RFC3339.fullmatch(ts) if isinstance(ts, str) else None
     if m is None:
-        return _UNKNOWN
+        return None
     y, mo, d, h, mi, sec = (int(x) for x in m.groups()[:6])
     try:
         t = datetime(y, mo, d, h, mi, min(sec, 59), tzinfo=timezone.utc)
     except ValueError:
-        return _UNKNOWN
+        return None
     if m.group(8) is not None:  # a numeric offset: local time = UTC + offset
         off = timedelta(hours=int(m.group(9)), minutes=int(m.group(10)))
-        t = t - off if m.group(8) == "+" else t + off
-    return t.strftime("%Y-%m-%d") if 1 <= t.year <= 9999 else _UNKNOWN
+        try:
+            t = t - off if m.group(8) == "+" else t + off
+        except OverflowError:
+            return None
+    if not 1 <= t.year <= 9999:
+        return None
+    frac = ts[19:].split("Z")[0].split("z")[0].split("+")[0].split("-")[0]
+    extra = float(frac) if frac.startswith(".") and len(frac) > 1 else 0.0
+    return t.timestamp() + extra
+
+
+def utc_day(ts: Any) -> str:
+    """The UTC day (``YYYY-MM-DD``) of an RFC 3339 timestamp, else ``"unknown"``."""
+    e = epoch(ts)
+    if e is None:
+        return _UNKNOWN
+    return datetime.fromtimestamp(int(e), timezone.utc).strftime("%Y-%m-%d")
 
 
 class _Rec:
-    """One usage reading: token counts (``None`` when the line had none), cost, model, day."""
+    """One usage reading: token counts (``None`` when the line had none), cost, model, time."""
 
     __slots__ = (
+        "cacheWrite",
+        "cacheWrite1h",
         "cachedTokens",
         "costUsd",
-        "day",
         "inputTokens",
         "model",
         "outputTokens",
+        "project",
         "reasoning",
+        "ts",
     )
     # set through setattr over _COUNTS in __init__: a count (int or float) or None
     inputTokens: int | float | None
     outputTokens: int | float | None
     cachedTokens: int | float | None
 
-    def __init__(self, usage: dict[str, Any], reasoning: Any = None, day: str = _UNKNOWN) -> None:
-        self.day = day
+    def __init__(
+        self,
+        usage: dict[str, Any],
+        ev: dict[str, Any] | None = None,
+        ts: float | None = None,
+        project: str | None = None,
+    ) -> None:
+        self.ts = ts
+        self.project = project
         model = usage.get("model")
         self.model: str = model if isinstance(model, str) else _UNKNOWN
         known = not usage.get("unknown")
@@ -121,8 +152,12 @@ class _Rec:
             setattr(self, k, v if _is_count(v) else (0 if known else None))
         cost = usage.get("costUsd")
         self.costUsd = cost if _is_count(cost) else None
-        # reasoning tokens (part of outputTokens), None when the line reported none
-        self.reasoning: int | float | None = reasoning if known and _is_count(reasoning) else None
+        # parts the line reported or not (None): reasoning (of outputTokens), cache writes
+        # (of inputTokens) and their 1-hour part; event extras beside ``usage``
+        src: dict[str, Any] = ev if ev is not None and known else {}
+        self.reasoning: int | float | None = _count_or_none(src.get("reasoningTokens"))
+        self.cacheWrite: int | float | None = _count_or_none(src.get("cacheWriteTokens"))
+        self.cacheWrite1h: int | float | None = _count_or_none(src.get("cacheWrite1hTokens"))
 
     def merge_max(self, other: _Rec) -> None:
         """Componentwise largest value (the same message reported on several lines)."""
@@ -132,8 +167,10 @@ class _Rec:
                 setattr(self, k, b)
         if self.model == _UNKNOWN:
             self.model = other.model
-        if self.day == _UNKNOWN:
-            self.day = other.day
+        if self.ts is None:
+            self.ts = other.ts
+        if self.project is None:
+            self.project = other.project
 
     def rank(self, sidechain: bool) -> tuple[bool, int | float, int | float]:
         """Which copy of a session-file message counts: main over sidechain, then the largest
@@ -144,9 +181,7 @@ class _Rec:
 
     def minus(self, base: _Rec) -> _Rec:
         """Componentwise ``self - base`` (never below 0): what a counter adds to a baseline."""
-        out = _Rec({})
-        out.model = self.model
-        out.day = self.day
+        out = _copy_rec(self)
         for k in _FIELDS:
             a, b = getattr(self, k), getattr(base, k)
             setattr(out, k, a if a is None or b is None else max(a - b, 0))
@@ -161,17 +196,17 @@ class _Rec:
         return True
 
 
-_FIELDS = (*_COUNTS, "costUsd", "reasoning")
+_FIELDS = (*_COUNTS, "costUsd", "reasoning", "cacheWrite", "cacheWrite1h")
+# the parts a total has only when some reading reported them: (slot, total key)
+_PARTS = (
+    ("reasoning", "reasoningTokens"),
+    ("cacheWrite", "cacheWriteTokens"),
+    ("cacheWrite1h", "cacheWrite1hTokens"),
+)
 
 
-def _sum(recs: list[_Rec]) -> _Rec:
-    out = _Rec({})
-    for r in recs:
-        out.day = r.day
-        for k in _FIELDS:
-            a, b = getattr(out, k), getattr(r, k)
-            setattr(out, k, b if a is None else a if b is None else a + b)
-    return out
+def _count_or_none(v: Any) -> int | float | None:
+    return v if _is_count(v) else None
 
 
 def _is_count(v: Any) -> bool:
@@ -179,63 +214,109 @@ def _is_count(v: Any) -> bool:
 
 
 class _Acc:
-    """A total: token sums, reported cost and how many readings had one."""
+    """A total: token sums, reported and estimated cost, how many readings had each."""
 
     __slots__ = (
         "cachedTokens",
-        "costUsd",
         "endings",
+        "estimated",
         "inputTokens",
+        "n_estimated",
+        "n_free",
+        "n_reported",
         "outputTokens",
-        "priced",
+        "parts",
         "readings",
-        "reasoned",
-        "reasoning",
+        "reported",
+        "unpriced",
     )
 
     def __init__(self) -> None:
         self.inputTokens: int | float = 0
         self.outputTokens: int | float = 0
         self.cachedTokens: int | float = 0
-        self.costUsd: int | float = 0
-        self.reasoning: int | float = 0
+        self.reported: int | float = 0  # the CLI's costs
+        # the snapshot's estimates in pico-USD: an int sum, the same in any order
+        self.estimated: int = 0
         self.readings = 0
-        self.priced = 0
-        self.reasoned = 0  # readings that reported reasoning tokens
+        self.n_reported = 0
+        self.n_estimated = 0
+        self.n_free = 0
+        self.parts: dict[str, int | float] = {}  # reasoningTokens etc., where reported
+        self.unpriced: set[str] = set()  # models of readings with tokens and no cost
         self.endings = dict.fromkeys(ENDINGS, 0)
 
-    def add(self, r: _Rec) -> None:
+    def add(self, r: _Rec, est: float | None) -> None:
         self.readings += 1
         for k in _COUNTS:
             v = getattr(r, k)
             if v is not None:
                 setattr(self, k, getattr(self, k) + v)
         if r.costUsd is not None:
-            self.priced += 1
-            self.costUsd += r.costUsd
-        if r.reasoning is not None:
-            self.reasoned += 1
-            self.reasoning += r.reasoning
+            self.n_reported += 1
+            self.reported += r.costUsd
+        elif est is not None:
+            self.n_estimated += 1
+            self.estimated += round(est * 1e12)
+        elif r.inputTokens is None or _has_tokens(r):
+            self.unpriced.add(r.model)  # tokens (or unknown counts) and no cost
+        else:
+            self.n_free += 1  # nothing to price: it does not decide the source
+        for slot, key in _PARTS:
+            v = getattr(r, slot)
+            if v is not None:
+                self.parts[key] = self.parts.get(key, 0) + v
+
+    def merge(self, other: _Acc) -> None:
+        for k in ("inputTokens", "outputTokens", "cachedTokens", "reported", "estimated"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.readings += other.readings
+        self.n_reported += other.n_reported
+        self.n_estimated += other.n_estimated
+        self.n_free += other.n_free
+        for key, v in other.parts.items():
+            self.parts[key] = self.parts.get(key, 0) + v
+        self.unpriced |= other.unpriced
+
+    def copy(self) -> _Acc:
+        b = _Acc()
+        b.merge(self)
+        b.endings = dict(self.endings)
+        return b
 
     def as_dict(self, endings: bool = False) -> dict[str, Any]:
-        if self.priced == 0:
+        priced = self.n_reported + self.n_estimated
+        counted = self.readings - self.n_free
+        if priced == 0:
             source = "absent"
-        elif self.priced == self.readings:
+        elif self.n_reported == counted:
             source = "reported"
+        elif self.n_estimated == counted:
+            source = "estimated"
         else:
-            source = "partial"
+            source = "mixed"
         out: dict[str, Any] = {
             "inputTokens": self.inputTokens,
             "outputTokens": self.outputTokens,
             "cachedTokens": self.cachedTokens,
         }
-        if self.reasoned:
-            out["reasoningTokens"] = self.reasoning
-        out["costUsd"] = self.costUsd if self.priced else None
+        for _, key in _PARTS:
+            if key in self.parts:
+                out[key] = self.parts[key]
+        est = self.estimated / 1e12
+        out["costUsd"] = (
+            (self.reported + est if self.estimated else self.reported) if priced else None
+        )
         out["source"] = source
+        out["estimatedUsd"] = est if priced else None
+        out["unpricedModels"] = sorted(self.unpriced)
         if endings:
             out["endings"] = dict(self.endings)
         return out
+
+
+def _has_tokens(r: _Rec) -> bool:
+    return any(getattr(r, k) for k in ("inputTokens", "outputTokens"))
 
 
 class _Scope:
@@ -266,25 +347,187 @@ class _Scope:
         return out
 
 
+def _zone(tz: tzinfo | None) -> tzinfo:
+    return tz if tz is not None else timezone.utc
+
+
+class _Agg:
+    """Where counted readings go: the total, per model, session and day, and the rows of the
+    requested dimensions (block rows are made from a per-second timeline at the end)."""
+
+    def __init__(
+        self,
+        snapshot: _prices.Snapshot | None,
+        tz: tzinfo,
+        by: tuple[str, ...],
+        since: str | None,
+        until: str | None,
+        keep_times: bool = False,
+    ) -> None:
+        self.keep_times = keep_times
+        self.snapshot = snapshot
+        self.tz = tz
+        self.by = by
+        self.since = since
+        self.until = until
+        self.total = _Acc()
+        self.models: dict[str, _Acc] = {}
+        self.sessions: dict[str, _Acc] = {}
+        self.days: dict[str, _Acc] = {}
+        self.rows: dict[tuple[str, ...], _Acc] = {}
+        # block rows: (epoch second, the other dimensions' key) -> total
+        self.timeline: dict[tuple[int, tuple[str, ...]], _Acc] = {}
+        # for the active block: epoch second -> total
+        self.times: dict[int, _Acc] = {}
+
+    def copy(self) -> _Agg:
+        out = _Agg(self.snapshot, self.tz, self.by, self.since, self.until, self.keep_times)
+        out.total = self.total.copy()
+        for name in ("models", "sessions", "days", "rows", "timeline", "times"):
+            setattr(out, name, {k: v.copy() for k, v in getattr(self, name).items()})
+        return out
+
+    def estimate(self, r: _Rec) -> float | None:
+        if r.costUsd is not None or self.snapshot is None or not _has_tokens(r):
+            return None
+        day = utc_day_of(r.ts)
+        return self.snapshot.cost(
+            r.model,
+            r.inputTokens or 0,
+            r.outputTokens or 0,
+            r.cachedTokens or 0,
+            r.cacheWrite or 0,
+            r.cacheWrite1h or 0,
+            day=None if day == _UNKNOWN else day,
+        )
+
+    def add(self, session: str, r: _Rec) -> None:
+        local = (
+            datetime.fromtimestamp(r.ts, self.tz) if r.ts is not None and _in_range(r.ts) else None
+        )
+        day = local.strftime("%Y-%m-%d") if local is not None else _UNKNOWN
+        if self.since is not None or self.until is not None:
+            if local is None:
+                return  # a window is asked for: readings without a time are outside it
+            if (self.since is not None and day < self.since) or (
+                self.until is not None and day > self.until
+            ):
+                return
+        est = self.estimate(r)
+        self.total.add(r, est)
+        self.models.setdefault(r.model, _Acc()).add(r, est)
+        self.sessions.setdefault(session, _Acc()).add(r, est)
+        self.days.setdefault(day, _Acc()).add(r, est)
+        if self.keep_times and local is not None and r.ts is not None:
+            self.times.setdefault(int(r.ts), _Acc()).add(r, est)
+        if not self.by:
+            return
+        key = []
+        for dim in self.by:
+            if dim == "block":
+                continue
+            key.append(_dim_value(dim, session, r, local, day))
+        if "block" in self.by:
+            sec = int(r.ts) if local is not None and r.ts is not None else -1
+            self.timeline.setdefault((sec, tuple(key)), _Acc()).add(r, est)
+        else:
+            self.rows.setdefault(tuple(key), _Acc()).add(r, est)
+
+
+def _in_range(ts: float) -> bool:
+    return 86400.0 <= ts <= 253402214400.0  # 1970-01-02 .. 9999-12-31
+
+
+def utc_day_of(ts: float | None) -> str:
+    if ts is None or not _in_range(ts):
+        return _UNKNOWN
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%d")
+
+
+def _dim_value(dim: str, session: str, r: _Rec, local: datetime | None, day: str) -> str:
+    if dim == "session":
+        return session
+    if dim == "model":
+        return r.model
+    if dim == "project":
+        return r.project if r.project else _UNKNOWN
+    if local is None:
+        return _UNKNOWN
+    if dim == "day":
+        return day
+    if dim == "month":
+        return day[:7]
+    if dim == "week":  # ISO 8601 week, Monday start
+        y, w, _ = local.isocalendar()
+        return f"{y:04d}-W{w:02d}"
+    raise ValueError(f"unknown dimension {dim!r}")
+
+
+def blocks(
+    starts: Iterable[float], gap: int = BLOCK_SECONDS
+) -> list[tuple[float, float, float, float]]:
+    """ccusage's 5-hour billing windows over reading times (seconds): ``(start, end, first,
+    last)`` each. A block starts at its first reading's hour (UTC, floored) and ends 5 h later;
+    a reading more than 5 h after the block's start, or more than 5 h after the previous
+    reading, opens the next block."""
+    out: list[list[float]] = []
+    for t in sorted(starts):
+        if out and t - out[-1][0] <= gap and t - out[-1][3] <= gap:
+            out[-1][3] = t
+            continue
+        start = t - (t % 3600)
+        out.append([start, start + gap, t, t])
+    return [(a, b, c, d) for a, b, c, d in out]
+
+
+def iso_utc(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class UsageFold:
     """Fold usage events of many streams: ``start_stream()``, ``add(ev)`` per event,
-    ``end_stream()``; :meth:`totals` at any point after ``end_stream``."""
+    ``end_stream()``; :meth:`totals` (and :meth:`rows`) at any point after ``end_stream``.
 
-    def __init__(self) -> None:
-        self._total = _Acc()
-        self._models: dict[str, _Acc] = {}
-        self._sessions: dict[str, _Acc] = {}
+    ``prices``: the snapshot that estimates a cost for readings the CLI gave none (default the
+    shipped one, :func:`checkfu_fast.prices.snapshot`); ``estimate=False`` keeps only reported
+    costs. ``tz`` (default UTC) is the zone of days, weeks, months and of ``since``/``until``
+    (``YYYY-MM-DD``, inclusive: readings outside, or without a time, are not counted at all).
+    ``by``: the dimensions of :meth:`rows` (:data:`DIMENSIONS`); ``active=True`` keeps what
+    :meth:`active_block` needs (one total per second of reading time)."""
+
+    def __init__(
+        self,
+        *,
+        prices: _prices.Snapshot | None = None,
+        estimate: bool = True,
+        tz: tzinfo | None = None,
+        by: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        active: bool = False,
+    ) -> None:
+        for dim in by:
+            if dim not in DIMENSIONS:
+                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
+        for d in (since, until):
+            if d is not None:
+                date.fromisoformat(d)
+        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
+        self.prices = snap
+        self._agg = _Agg(snap, _zone(tz), tuple(by), since, until, active)
         self._session_dialect: dict[str, str] = {}
-        self._session_counters: dict[str, _Rec] = {}  # SESSION_CUMULATIVE dialects
-        self._session_closed: dict[str, list[_Rec]] = {}  # their counters that were reset
-        self._session_base: dict[str, _Rec] = {}  # continuation threads: the parent's counter
+        # SESSION_CUMULATIVE dialects: per session, the running counter (its largest reading
+        # so far, what was counted of it), the parent's counter for continuation threads
+        self._session_counters: dict[str, _Rec] = {}
+        self._session_base: dict[str, _Rec] = {}
         # per stream: the last reading per session, the continuation sessions and the second
         # of their first reading (None once the replayed burst is over), the turn_context model
         self._stream_last: dict[str, _Rec] = {}
         self._burst: dict[str, str | None] = {}
         self._continued: set[str] = set()
         self._model: str | None = None
-        self._days: dict[str, _Acc] = {}
+        self._project: str | None = None
+        self._stream_project: str | None = None
         # session-file messages, across streams: key -> (reading, session, dialect, sidechain)
         self._files: dict[str, tuple[_Rec, str | None, str, bool]] = {}
         self._scopes: dict[str | None, _Scope] | None = None
@@ -292,9 +535,13 @@ class UsageFold:
         self._first: str | None = None
         self._ending = "none"  # the current stream's ending so far
         self._dialect: str | None = None  # the current stream's dialect
+        self._had_usage = False  # the current stream gave a usage reading
+        self._sessions_seen: set[str] = set()  # sessions with an ending counted
 
     # -- streams ---------------------------------------------------------------------------
-    def start_stream(self) -> None:
+    def start_stream(self, project: str | None = None) -> None:
+        """A new stream; ``project`` names its project where its events give no ``cwd`` (the
+        report passes a claude session file's project directory)."""
         if self._scopes is not None:
             self.end_stream()
         self._scopes = {}
@@ -305,6 +552,9 @@ class UsageFold:
         self._burst = {}
         self._continued = set()
         self._model = None
+        self._stream_project = project
+        self._project = project
+        self._had_usage = False
 
     def add(self, ev: dict[str, Any]) -> None:
         if self._scopes is None:
@@ -330,6 +580,9 @@ class UsageFold:
             self._current = sid
         if self._dialect is None and isinstance(ev.get("dialect"), str):
             self._dialect = ev["dialect"]
+        cwd = ev.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            self._project = cwd
         self._outcome(ev)
         dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
         if ev.get("kind") == "status" and dialect in SESSION_CUMULATIVE:
@@ -339,8 +592,10 @@ class UsageFold:
                 self._continued.add(sid)
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
+        self._had_usage = True
         scope_name = ev.get("usageScope", ev.get("subtype"))
-        rec = _Rec(ev["usage"], ev.get("reasoningTokens"), utc_day(ev.get("timestamp")))
+        ts = ev.get("timestamp")
+        rec = _Rec(ev["usage"], ev, epoch(ts), self._project)
         if rec.model == _UNKNOWN and self._model and dialect in SESSION_CUMULATIVE:
             rec.model = self._model
         req = ev.get("requestId")
@@ -354,7 +609,6 @@ class UsageFold:
             scope = self._scopes[self._current] = _Scope(dialect)
         if scope_name == "cumulative":
             if dialect in SESSION_CUMULATIVE and self._current is not None:
-                ts = ev.get("timestamp")
                 self._session_counter(
                     self._current, dialect, rec, ts if isinstance(ts, str) else None
                 )
@@ -400,6 +654,9 @@ class UsageFold:
             self._files[key] = (rec, session, dialect, sidechain)
 
     def _session_counter(self, sid: str, dialect: str, rec: _Rec, ts: str | None) -> None:
+        """A thread's cumulative counter: each reading counts what it adds to the largest
+        reading so far (on its own time); a counter that goes down within the stream was
+        reset and counts from 0 again."""
         self._session_dialect.setdefault(sid, dialect)
         if sid in self._continued:
             second = ts[:19] if ts is not None else None
@@ -415,15 +672,16 @@ class UsageFold:
         self._stream_last[sid] = rec
         seen = self._session_counters.get(sid)
         if seen is None:
-            self._session_counters[sid] = _copy_rec(rec)
+            base = self._session_base.get(sid)
+            # a continuation: its first counter starts at the parent's
+            seen = _copy_rec(base) if base is not None else _zero()
+            self._session_counters[sid] = seen
         elif last is not None and not rec.covers(last):
-            # the counter went down within the stream: it was reset, the old one is closed
-            self._session_closed.setdefault(sid, []).append(seen)
-            self._session_counters[sid] = _copy_rec(rec)
-        else:
-            seen.merge_max(rec)
-            if rec.day != _UNKNOWN:
-                seen.day = rec.day  # a counter counts on the day of its last reading
+            # the counter went down within the stream: it was reset, a new one starts
+            seen = self._session_counters[sid] = _zero()
+        delta = rec.minus(seen)
+        seen.merge_max(rec)
+        self._agg.add(sid, delta)
 
     def _base(self, sid: str, rec: _Rec) -> None:
         base = self._session_base.get(sid)
@@ -442,59 +700,143 @@ class UsageFold:
         session = self._current or self._first or _UNKNOWN
         if self._ending == "retrying":  # the stream stopped while retrying (as oneshot)
             self._ending = "failed"
-        self._total.endings[self._ending] += 1
-        if self._ending != "none" or session in self._sessions:
+        agg = self._agg
+        agg.total.endings[self._ending] += 1
+        if self._ending != "none" or self._had_usage:
             # a stream with neither usage nor an outcome makes no session row
-            self._sessions.setdefault(session, _Acc()).endings[self._ending] += 1
+            agg.sessions.setdefault(session, _Acc()).endings[self._ending] += 1
             self._session_dialect.setdefault(session, self._dialect or _UNKNOWN)
         self._scopes = None
 
     def _count(self, session: str, dialect: str, r: _Rec) -> None:
-        self._total.add(r)
-        self._models.setdefault(r.model, _Acc()).add(r)
-        self._sessions.setdefault(session, _Acc()).add(r)
-        self._days.setdefault(r.day, _Acc()).add(r)
+        self._agg.add(session, r)
         self._session_dialect.setdefault(session, dialect)
 
     # -- results ---------------------------------------------------------------------------
-    def totals(self, *, by_day: bool = False) -> dict[str, Any]:
-        """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`;
-        with ``by_day``, also ``byDay`` (UTC days, then ``unknown``)."""
+    def _final(self) -> tuple[_Agg, dict[str, str]]:
+        """The totals so far with the session-file messages counted (into a copy: more
+        streams may follow)."""
         self.end_stream()
-        total = _copy(self._total)
-        models = {k: _copy(v) for k, v in self._models.items()}
-        sessions = {k: _copy(v) for k, v in self._sessions.items()}
-        days = {k: _copy(v) for k, v in self._days.items()}
+        agg = self._agg.copy()
         dialects = dict(self._session_dialect)
-        extra: list[tuple[_Rec, str]] = []
-        for sid, r in self._session_counters.items():
-            counters = [*self._session_closed.get(sid, []), r]
-            base = self._session_base.get(sid)
-            if base is not None:  # a continuation: its first counter starts at the parent's
-                counters[0] = counters[0].minus(base)
-            extra += [(c, sid) for c in counters]
         for r, fsid, dialect, _ in self._files.values():
             name = fsid if fsid is not None else _UNKNOWN
-            extra.append((r, name))
+            agg.add(name, r)
             dialects.setdefault(name, dialect)
-        for r, name in extra:
-            total.add(r)
-            models.setdefault(r.model, _Acc()).add(r)
-            sessions.setdefault(name, _Acc()).add(r)
-            days.setdefault(r.day, _Acc()).add(r)
+        return agg, dialects
+
+    def totals(self, *, by_day: bool = False) -> dict[str, Any]:
+        """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`;
+        with ``by_day``, also ``byDay`` (days in the fold's zone, then ``unknown``)."""
+        agg, dialects = self._final()
         by_session = {}
-        for k in sorted(sessions):
-            d = sessions[k].as_dict(endings=True)
+        for k in sorted(agg.sessions):
+            d = agg.sessions[k].as_dict(endings=True)
             d["dialect"] = dialects.get(k, _UNKNOWN)
             by_session[k] = d
         out = {
-            "total": total.as_dict(endings=True),
-            "byModel": {k: models[k].as_dict() for k in sorted(models)},
+            "total": agg.total.as_dict(endings=True),
+            "byModel": {k: agg.models[k].as_dict() for k in sorted(agg.models)},
             "bySession": by_session,
         }
         if by_day:  # "unknown" sorts after every digit, so last
-            out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
+            out["byDay"] = {k: agg.days[k].as_dict() for k in sorted(agg.days)}
         return out
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per value of the fold's ``by`` dimensions (sorted): a key per dimension
+        (``block`` with ``blockEnd``: ISO 8601 UTC) and the totals' fields."""
+        agg, _ = self._final()
+        by = agg.by
+        rest = [d for d in by if d != "block"]
+        if by == ("session",):  # every session, those with only an ending too
+            return [{"session": k, **agg.sessions[k].as_dict()} for k in sorted(agg.sessions)]
+        if "block" not in by:
+            groups = agg.rows
+            extra: dict[tuple[str, ...], dict[str, Any]] = {}
+        else:
+            spans = blocks(float(sec) for sec, _ in agg.timeline if sec >= 0)
+            groups = {}
+            extra = {}
+            starts = [b[0] for b in spans]
+            for (sec, key), acc in sorted(agg.timeline.items()):
+                if sec < 0:
+                    bkey: tuple[str, ...] = (_UNKNOWN, *key)
+                    extra[bkey] = {"blockEnd": None}
+                else:
+                    i = _block_of(starts, spans, float(sec))
+                    bkey = (iso_utc(spans[i][0]), *key)
+                    extra[bkey] = {"blockEnd": iso_utc(spans[i][1])}
+                groups.setdefault(bkey, _Acc()).merge(acc)
+        out = []
+        for key in sorted(groups):
+            row: dict[str, Any] = {}
+            names = (["block"] if "block" in by else []) + rest
+            values = dict(zip(names, key, strict=True))
+            for dim in by:
+                row[dim] = values[dim]
+                if dim == "block":
+                    row["blockEnd"] = extra[key]["blockEnd"]
+            row.update(groups[key].as_dict())
+            out.append(row)
+        return out
+
+    def active_block(self, now: float) -> dict[str, Any] | None:
+        """The 5-hour block still open at ``now`` (seconds): its tokens and cost, the burn
+        rate (per hour, from its first to its last reading) and the projected total at its
+        end; ``None`` when no block is open."""
+        agg, _ = self._final()
+        times = agg.times
+        spans = blocks(float(s) for s in times)
+        if not spans:
+            return None
+        start, end, first, last = spans[-1]
+        if not (now < end and now - last <= BLOCK_SECONDS):
+            return None
+        acc = _Acc()
+        for sec, a in times.items():
+            if start <= sec < end:
+                acc.merge(a)
+        t = acc.as_dict()
+        tokens = t["inputTokens"] + t["outputTokens"]
+        hours = max((last - first) / 3600.0, 1 / 60)  # at least a minute
+        left = max(end - now, 0) / 3600.0
+        usd = t["costUsd"] or 0.0
+        return {
+            "block": iso_utc(start),
+            "blockEnd": iso_utc(end),
+            **t,
+            "tokensPerHour": round(tokens / hours, 1),
+            "usdPerHour": usd / hours,
+            "remainingMinutes": round(left * 60),
+            "projectedTokens": round(tokens + tokens / hours * left),
+            "projectedUsd": usd + usd / hours * left,
+        }
+
+
+def _block_of(starts: list[float], spans: list[tuple[float, float, float, float]], t: float) -> int:
+    import bisect
+
+    i = bisect.bisect_right(starts, t) - 1
+    return max(i, 0)
+
+
+def _zero() -> _Rec:
+    out = _Rec({})
+    for k in _FIELDS:
+        if k != "costUsd":
+            setattr(out, k, None)
+    return out
+
+
+def _sum(recs: list[_Rec]) -> _Rec:
+    out = _Rec({})
+    for r in recs:
+        out.ts = r.ts
+        for k in _FIELDS:
+            a, b = getattr(out, k), getattr(r, k)
+            setattr(out, k, b if a is None else a if b is None else a + b)
+    return out
 
 
 def _copy_rec(r: _Rec) -> _Rec:
@@ -504,32 +846,35 @@ def _copy_rec(r: _Rec) -> _Rec:
     return out
 
 
-def _copy(a: _Acc) -> _Acc:
-    b = _Acc()
-    for k in _Acc.__slots__:
-        setattr(b, k, getattr(a, k))
-    b.endings = dict(a.endings)
-    return b
-
-
-def usage_totals(events: Iterable[dict[str, Any]], *, by_day: bool = False) -> dict[str, Any]:
+def usage_totals(
+    events: Iterable[dict[str, Any]],
+    *,
+    by_day: bool = False,
+    prices: _prices.Snapshot | None = None,
+    estimate: bool = True,
+    tz: tzinfo | None = None,
+) -> dict[str, Any]:
     """Totals of one stream's events: ``{"total": {...}, "byModel": {MODEL: {...}},
     "bySession": {ID: {...}}}``.
 
-    Each total has ``inputTokens`` (all prompt tokens, cached included), ``outputTokens``
-    (reasoning included), ``cachedTokens``, ``reasoningTokens`` (only where some reading
-    reported them: the part of ``outputTokens`` that was reasoning), ``costUsd`` (the sum of
-    the costs the CLI reported, ``None`` when it reported none) and ``source``: ``"reported"``
-    (every counted reading had a cost from the CLI), ``"partial"`` (some had) or ``"absent"``
-    (none had; nothing is estimated). ``total`` and ``bySession`` entries also have
-    ``endings``: how many streams ended ``ok``, ``empty`` (a success with no answer),
-    ``failed`` (on an error event, whatever the exit status) or ``none``. ``bySession``
-    entries also name the ``dialect``. Usage is attributed to the session of the latest
-    ``sessionId`` seen in the stream (the stream's first one for usage before any). See
-    With ``by_day``, ``byDay`` groups them by the UTC day of the events' ``timestamp``
-    (``unknown`` for events without one). See docs/usage.md for the rule per dialect.
+    Each total has ``inputTokens`` (all prompt tokens, cached and cache writes included),
+    ``outputTokens`` (reasoning included), ``cachedTokens`` (cache reads), ``reasoningTokens``,
+    ``cacheWriteTokens`` and ``cacheWrite1hTokens`` (only where some reading reported them),
+    ``costUsd`` (the costs the CLI reported plus, for the other readings, the price snapshot's
+    estimate; ``None`` when no reading has either), ``source`` (``"reported"``: every counted
+    reading had a cost from the CLI; ``"estimated"``: every one was estimated; ``"mixed"``:
+    some of each, or some had none; ``"absent"``: none had a cost), ``estimatedUsd`` (the
+    estimated part) and ``unpricedModels`` (the sorted models of readings with tokens and no
+    cost). ``total`` and ``bySession`` entries also have ``endings``: how many streams ended
+    ``ok``, ``empty`` (a success with no answer), ``failed`` (on an error event, whatever the
+    exit status) or ``none``. ``bySession`` entries also name the ``dialect``. Usage is
+    attributed to the session of the latest ``sessionId`` seen in the stream (the stream's
+    first one for usage before any). With ``by_day``, ``byDay`` groups them by the day (in
+    ``tz``, default UTC) of the events' ``timestamp`` (``unknown`` for events without one).
+    ``prices``/``estimate`` as for :class:`UsageFold`. See docs/usage.md for the rule per
+    dialect.
     """
-    fold = UsageFold()
+    fold = UsageFold(prices=prices, estimate=estimate, tz=tz)
     fold.start_stream()
     for ev in events:
         fold.add(ev)

@@ -18,6 +18,14 @@ lines by an independent reader (the package never reads native JSON outside its 
   ``step_finish`` usages; output = ``output_tokens``, plus ``reasoning_tokens`` only when
   ``total_tokens`` shows the build counted them apart (docs/formats-2026.md section 6.1).
 
+``estimatedUsd``: for claude session files and codex rollouts (which report no cost), the cost
+of every request at the shipped price snapshot (``python/checkfu_fast/data/prices.json``), read
+here from the native lines with its own price arithmetic (``Decimal``): per claude message (the
+ccusage entry) its input, cache reads, cache writes (5-minute and 1-hour apart) and output; per
+codex ``token_count`` line the growth of ``total_token_usage`` over the thread's largest reading
+so far, at the model of the latest ``turn_context``; a tier applies when the request's input
+exceeds its start. ``unpricedModels``: the models the snapshot has no price for.
+
 ``reasoningTokens`` is in ``cli`` where the CLI reports reasoning tokens (codex
 ``reasoning_output_tokens``, opencode ``tokens.reasoning``, pi ``usage.reasoning``, grok
 ``reasoning_tokens``): the part of the output that was reasoning.
@@ -302,6 +310,145 @@ def ccusage_claude(ds):
     return {k: models[k] for k in sorted(models)} or None
 
 
+SNAPSHOT = json.loads((ROOT / "python/checkfu_fast/data/prices.json").read_text())
+
+
+def _clause(c, text):
+    ((k, v),) = c.items()
+    if k in ("or", "and"):
+        hits = [_clause(x, text) for x in v]
+        return any(hits) if k == "or" else all(hits)
+    import re
+
+    return {
+        "equals": lambda: text == v.lower(),
+        "startsWith": lambda: text.startswith(v.lower()),
+        "endsWith": lambda: text.endswith(v.lower()),
+        "contains": lambda: v.lower() in text,
+        "regex": lambda: re.search(v, text) is not None,
+    }[k]()
+
+
+def price_of(model):
+    """The model's latest prices: the first provider whose modelMatch matches, then its first
+    model whose match does (the snapshot's rule, for the names in these examples)."""
+    name = model.lower()
+    for prov in SNAPSHOT["providers"]:
+        if prov["modelMatch"] and _clause(prov["modelMatch"], name):
+            for m in SNAPSHOT["models"]:
+                if m["provider"] == prov["id"] and _clause(m["match"], name):
+                    return m["prices"][-1]
+            return None
+    return None
+
+
+def request_usd(model, inp, out, read, write=0, write1h=0):
+    """One request's cost (Decimal USD), None when the model has no price."""
+    from decimal import Decimal as D
+
+    p = price_of(model)
+    if p is None:
+        return None
+
+    def at(key, fallback):
+        v = p.get(key)
+        if v is None:
+            return fallback
+        if isinstance(v, dict):
+            price = v["base"]
+            for t in v["tiers"]:
+                if inp > t["above"]:
+                    price = t["price"]
+            return D(str(price))
+        return D(str(v))
+
+    i = at("input", D(0))
+    w = at("cacheWrite", i)
+    return (
+        (inp - read - write) * i
+        + read * at("cacheRead", i)
+        + (write - write1h) * w
+        + write1h * at("cacheWrite1h", w)
+        + out * at("output", D(0))
+    ) / D(10**6)
+
+
+def estimate_claude_files(ds):
+    """Session files: the ccusage entry of each message priced (its own model)."""
+    best = {}
+    for d in ds:
+        m = d.get("message") if isinstance(d.get("message"), dict) else {}
+        u = m.get("usage")
+        if d.get("type") != "assistant" or not u or m.get("model") == "<synthetic>":
+            continue
+        key = (m.get("id"), d.get("requestId"))
+        size = sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                        "cache_creation_input_tokens", "cache_read_input_tokens"))
+        if key not in best or size > best[key][0]:
+            best[key] = (size, m["model"], u)
+    return _sum_requests(
+        (model, u.get("input_tokens", 0) + u.get("cache_read_input_tokens", 0)
+         + u.get("cache_creation_input_tokens", 0), u.get("output_tokens", 0),
+         u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0),
+         (u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0))
+        for _, model, u in best.values()
+    )
+
+
+def estimate_codex_rollouts(files):
+    """Rollouts: each token_count line's growth over the thread's largest reading (a reading
+    below the previous one in its file restarts from 0; a spawned thread's replayed first
+    second is its baseline), at the latest turn_context model."""
+    seen, reqs = {}, []
+    for ds in files:
+        thread = prev = burst = None
+        cont = False
+        model = "unknown"
+        for d in ds:
+            p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
+            if d.get("type") == "session_meta" and thread is None:
+                thread = p["id"]
+                cont = isinstance(p.get("source"), dict) or "forked_from_id" in p
+                continue
+            if d.get("type") == "turn_context" and isinstance(p.get("model"), str):
+                model = p["model"]
+            info = p.get("info") if p.get("type") == "token_count" else None
+            if not isinstance(info, dict):
+                continue
+            u = info["total_token_usage"]
+            t = (u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+            if cont and burst in (None, d["timestamp"][:19]):
+                burst = d["timestamp"][:19]
+                seen[thread] = tuple(map(max, seen.get(thread, (0, 0, 0)), t))
+                continue
+            cont = False
+            if prev is not None and any(a < b for a, b in zip(t, prev)):
+                seen[thread] = (0, 0, 0)
+            base = seen.get(thread, (0, 0, 0))
+            delta = tuple(max(a - b, 0) for a, b in zip(t, base))
+            seen[thread] = tuple(map(max, base, t))
+            prev = t
+            reqs.append((model, delta[0], delta[1], delta[2], 0, 0))
+    return _sum_requests(reqs)
+
+
+def _sum_requests(reqs):
+    total, unpriced, writes = 0, set(), 0
+    for model, i, o, r, w, w1h in reqs:
+        writes += w
+        usd = request_usd(model, i, o, r, w, w1h)
+        if usd is None:
+            if i or o:
+                unpriced.add(model)
+            continue
+        total += usd
+    return {
+        "estimatedUsd": float(total),
+        "unpricedModels": sorted(unpriced),
+        "cacheWriteTokens": writes,
+    }
+
+
 CLI = {
     "codex": cli_codex,
     "cursor": cli_cursor,
@@ -334,8 +481,10 @@ def main() -> None:
                 doc["cliModelUsage"] = model_usage
             if doc["cli"] is None and any("requestId" in d for d in ds):
                 doc["ccusageByModel"] = ccusage_claude(ds)
+                doc["estimate"] = estimate_claude_files(ds)
         elif dialect == "codex" and any(isinstance(d.get("payload"), dict) for d in ds):
             doc["cli"] = rollout_codex([list(lines([p])) for p in paths])
+            doc["estimate"] = estimate_codex_rollouts([list(lines([p])) for p in paths])
         else:
             doc["cli"] = CLI[dialect](ds)
         doc["totals"] = totals(paths)
