@@ -482,6 +482,15 @@ pub fn kind_for_status(v: Option<&Value<'_>>) -> Option<&'static str> {
     }
 }
 
+/// Error kind implied by a structured HTTP status (it decides before the wording does):
+/// 401/403 semantic (a retry does not help), 429 quota, 5xx transport; `None` for others.
+pub fn http_kind(v: Option<&Value<'_>>) -> Option<&'static str> {
+    match v {
+        Some(Value::Int(401 | 403)) => Some("semantic"),
+        _ => kind_for_status(v),
+    }
+}
+
 // -- oneshot extras (docs/events.md) -----------------------------------------------------------
 // Tool classes by the provider's own tool name, lowercased. Python twin: `SHELL_TOOLS` /
 // `FILESYSTEM_TOOLS` in reference/events.py (tests/test_extras.py compares the two).

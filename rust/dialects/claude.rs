@@ -8,9 +8,9 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, content_text, error, kind_for_status, line_extras, msg,
-    name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num,
-    Subagent, Text, ToolResult,
+    classify, compaction_tokens, content_text, error, http_kind, line_extras, msg, name_or_unknown,
+    nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num, Subagent, Text,
+    ToolResult,
 };
 use crate::value::Value;
 
@@ -70,14 +70,6 @@ fn retry_error_kind(code: &str) -> Option<&'static str> {
     }
 }
 
-/// Kind implied by an HTTP status: 429 quota, 5xx transport, 401/403 semantic.
-fn http_kind(v: Option<&Value<'_>>) -> Option<&'static str> {
-    match v {
-        Some(Value::Int(401 | 403)) => Some("semantic"),
-        _ => kind_for_status(v),
-    }
-}
-
 /// Result `terminal_reason`s that say the failure is the request's own.
 const SEMANTIC_REASONS: [&str; 3] = ["prompt_too_long", "model_error", "max_turns"];
 
@@ -110,6 +102,10 @@ impl Dialect for Claude {
             Some("rate_limit_event") => rate_limit(v.get("rate_limit_info"), out),
             Some("conversation_reset") => out.push(status("init", None)),
             Some("auth_status") => auth_status(v, out),
+            Some(t @ ("control_response" | "control_request" | "control_cancel_request")) => {
+                out.push(control(v, t));
+            }
+            Some("active_goal") => out.push(active_goal(v)),
             Some(t) => {
                 if let Some(field) = top_progress_field(t) {
                     let text = or_str_v(v.str_at(field), t);
@@ -155,6 +151,83 @@ impl Dialect for Claude {
         m.sidechain = v.is_true_at("isSidechain");
         m
     }
+}
+
+/// System subtypes with their own mapping (besides the tables).
+const STREAM_SYSTEM: [&str; 4] = [
+    "status",
+    "api_retry",
+    "commands_changed",
+    "background_tasks_changed",
+];
+
+/// `system/commands_changed`: the slash commands and skills now available (a long list: only
+/// its length is kept).
+fn commands_changed<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let text = match v.get("commands") {
+        Some(Value::Array(c)) => Some(Cow::Owned(format!("commands_changed: {}", c.len()))),
+        _ => None,
+    };
+    status("progress", text)
+}
+
+/// `system/background_tasks_changed`: the whole live set of background tasks (each task's own
+/// `task_*` lines carry its changes): their descriptions, else ids.
+fn background_tasks<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let Some(Value::Array(tasks)) = v.get("tasks") else {
+        return status("progress", Some(Cow::Borrowed("background_tasks_changed")));
+    };
+    let names: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.is_object())
+        .filter_map(|t| nonempty(t.get("description")).or_else(|| nonempty(t.get("task_id"))))
+        .collect();
+    let joined = if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join("; ")
+    };
+    status(
+        "progress",
+        Some(Cow::Owned(format!("background tasks: {joined}"))),
+    )
+}
+
+/// The control channel of `--input-format stream-json`: `control_response` (the CLI's reply
+/// to a request sent on stdin, e.g. an interrupt), `control_request` (the CLI asks the host)
+/// and `control_cancel_request`. Never an error of the turn: a progress note.
+fn control<'v>(v: &'v Value<'v>, t: &'v str) -> Event<'v> {
+    let inner = if t == "control_response" {
+        v.get("response")
+    } else {
+        v.get("request")
+    };
+    let holder = inner.filter(|h| h.is_object()).unwrap_or(v);
+    let rid = nonempty(holder.get("request_id")).or_else(|| nonempty(v.get("request_id")));
+    let mut text = String::from(t);
+    for x in [nonempty(holder.get("subtype")), rid].into_iter().flatten() {
+        text.push(' ');
+        text.push_str(x);
+    }
+    if t == "control_response" {
+        if let Some(err) = nonempty(holder.get("error")) {
+            text.push_str(": ");
+            text.push_str(err);
+        }
+    }
+    status("progress", Some(Cow::Owned(text)))
+}
+
+/// `active_goal`: the goal the session now pursues (`value.condition`), or none.
+fn active_goal<'v>(v: &'v Value<'v>) -> Event<'v> {
+    let text = match v.get("value") {
+        None | Some(Value::Null) => Cow::Borrowed("active_goal: none"),
+        Some(value) => match nonempty(value.get("condition")) {
+            Some(c) => Cow::Owned(format!("active_goal: {c}")),
+            None => Cow::Borrowed("active_goal"),
+        },
+    };
+    status("progress", Some(text))
 }
 
 /// task_notification statuses -> sub-agent dispositions.
@@ -430,7 +503,7 @@ fn session_system<'v>(v: &'v Value<'v>, native: Option<&'v str>, out: &mut Vec<E
         Some(n)
             if progress_field(n).is_some()
                 || system_subtype(n).is_some()
-                || matches!(n, "status" | "api_retry") =>
+                || STREAM_SYSTEM.contains(&n) =>
         {
             return false
         }
@@ -470,6 +543,14 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         Some("api_retry") => {
             out.push(api_retry(v));
+            return;
+        }
+        Some("commands_changed") => {
+            out.push(commands_changed(v));
+            return;
+        }
+        Some("background_tasks_changed") => {
+            out.push(background_tasks(v));
             return;
         }
         Some(n) => {
@@ -650,7 +731,14 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     };
     let model = m.get("model");
     let native_error = v.str_at("error").filter(|e| !e.is_empty());
-    if model.and_then(Value::as_str) == Some("<synthetic>") || native_error.is_some() {
+    let marked = native_error.is_some() || api_error_flag(v);
+    let synthetic = model.and_then(Value::as_str) == Some("<synthetic>");
+    if synthetic && !marked && !unmarked_api_error(v, m) {
+        // a local slash command's answer (`/context`, `/usage`, `/compact`): shown as text
+        out.push(msg("text", "system", content_text(m.get("content"))));
+        return;
+    }
+    if synthetic || marked {
         let code: Text<'v> = Cow::Borrowed(native_error.unwrap_or("api_error"));
         let text = content_text(m.get("content"));
         let text = if text.is_empty() { code.clone() } else { text };
@@ -675,6 +763,31 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         ev.message_id = m.str_at("id");
         out.push(ev);
     }
+}
+
+/// `is_api_error_message: true` (stream-json), `isApiErrorMessage: true` (session files).
+fn api_error_flag(v: &Value<'_>) -> bool {
+    v.is_true_at("is_api_error_message") || v.is_true_at("isApiErrorMessage")
+}
+
+/// How the CLI words an API failure on a `<synthetic>` line of builds that mark none.
+const API_ERROR_PREFIXES: [&str; 5] = [
+    "API Error",
+    "Invalid API key",
+    "Not logged in",
+    "Prompt is too long",
+    "Credit balance is too low",
+];
+
+/// A `<synthetic>` line with no `error` and no `is_api_error_message`: an API failure of builds
+/// that mark none (2.0.x) when its text reads as one, else a local command's answer (a
+/// `local_command_run` or `local_command_source` says so outright).
+fn unmarked_api_error(v: &Value<'_>, m: &Value<'_>) -> bool {
+    if v.has("local_command_run") || v.has("local_command_source") {
+        return false;
+    }
+    let text = content_text(m.get("content"));
+    API_ERROR_PREFIXES.iter().any(|p| text.starts_with(p)) || classify(&text) != "semantic"
 }
 
 /// Old builds' limit text `Claude AI usage limit reached|<epoch seconds>`: the reset time.

@@ -174,6 +174,14 @@ def kind_for_status(code: Any) -> str | None:
     return None
 
 
+def http_kind(code: Any) -> str | None:
+    """Error kind implied by a structured HTTP status (it decides before the wording does):
+    401/403 semantic (a retry does not help), 429 quota, 5xx transport; None for others."""
+    if type(code) is int and code in (401, 403):
+        return "semantic"
+    return kind_for_status(code)
+
+
 # -- oneshot extras (docs/events.md, "Extra fields for consumers") ----------------------------
 # Tool classes by the provider's own tool name, lowercased; checked shell, filesystem, then an
 # ``mcp_`` prefix (or a dialect's ``mcp`` hint). Rust twin: ``SHELL_TOOLS`` / ``FILESYSTEM_TOOLS``

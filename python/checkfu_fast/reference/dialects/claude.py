@@ -16,8 +16,8 @@ from ..events import (
     compaction_tokens,
     content_text,
     error,
+    http_kind,
     is_count,
-    kind_for_status,
     line_extras,
     msg,
     name_or_unknown,
@@ -178,7 +178,7 @@ def _session_api_error(v: dict[str, Any]) -> Event:
     attempt, most = v.get("retryAttempt"), v.get("maxRetries")
     if is_int(attempt):
         message = f"api retry {attempt}" + (f"/{most}" if is_int(most) else "") + f": {message}"
-    kind = _http_kind(http) if is_int(http) else None
+    kind = http_kind(http) if is_int(http) else None
     if kind is None:
         kind = "transport" if connection else classify(message)
     ev = error("retry", "api_error", message, kind)
@@ -198,10 +198,61 @@ def _session_system(v: dict[str, Any], native: Any) -> list[Event] | None:
     if native == "turn_duration":
         return [status("turn_completed")]
     if isinstance(native, str) and (
-        native in _PROGRESS_TEXT or native in _SYSTEM_SUBTYPES or native in ("status", "api_retry")
+        native in _PROGRESS_TEXT or native in _SYSTEM_SUBTYPES or native in _STREAM_SYSTEM
     ):
         return None
     return [status("progress", _nonempty(v.get("content")) or _nonempty(native) or "system")]
+
+
+# system subtypes with their own mapping below (besides the tables)
+_STREAM_SYSTEM = ("status", "api_retry", "commands_changed", "background_tasks_changed")
+
+
+def _commands_changed(v: dict[str, Any]) -> Event:
+    """``system/commands_changed``: the slash commands and skills now available (a long list:
+    only its length is kept)."""
+    c = v.get("commands")
+    return status("progress", f"commands_changed: {len(c)}" if isinstance(c, list) else None)
+
+
+def _background_tasks(v: dict[str, Any]) -> Event:
+    """``system/background_tasks_changed``: the whole live set of background tasks (each task's
+    own ``task_*`` lines carry its changes): their descriptions, else ids."""
+    tasks = v.get("tasks")
+    if not isinstance(tasks, list):
+        return status("progress", "background_tasks_changed")
+    names = []
+    for t in tasks:
+        if isinstance(t, dict):
+            name = _nonempty(t.get("description")) or _nonempty(t.get("task_id"))
+            if name is not None:
+                names.append(name)
+    return status("progress", "background tasks: " + ("; ".join(names) or "none"))
+
+
+def _control(v: dict[str, Any], t: str) -> Event:
+    """The control channel of ``--input-format stream-json``: ``control_response`` (the CLI's
+    reply to a request sent on stdin, e.g. an interrupt: ``{"response": {"subtype": "success",
+    "request_id", "response": {"still_queued": []}}}``, or ``"error"`` with ``error``),
+    ``control_request`` (the CLI asks the host: ``can_use_tool``, ``hook_callback``, ...) and
+    ``control_cancel_request``. Never an error of the turn: a progress note."""
+    holder = v.get("response") if t == "control_response" else v.get("request")
+    if not isinstance(holder, dict):
+        holder = v
+    rid = _nonempty(holder.get("request_id")) or _nonempty(v.get("request_id"))
+    parts = [t] + [x for x in (_nonempty(holder.get("subtype")), rid) if x is not None]
+    text = " ".join(parts)
+    err = _nonempty(holder.get("error")) if t == "control_response" else None
+    return status("progress", text + (f": {err}" if err is not None else ""))
+
+
+def _active_goal(v: dict[str, Any]) -> Event:
+    """``active_goal``: the goal the session now pursues (``value.condition``), or none."""
+    value = v.get("value")
+    if value is None:
+        return status("progress", "active_goal: none")
+    cond = _nonempty(value.get("condition")) if isinstance(value, dict) else None
+    return status("progress", f"active_goal: {cond}" if cond is not None else "active_goal")
 
 
 # task_notification statuses -> sub-agent dispositions
@@ -220,13 +271,6 @@ _SPAWN_TOOLS = ("Task", "Agent")
 
 def _nonempty(x: Any) -> str | None:
     return x if isinstance(x, str) and x else None
-
-
-def _http_kind(code: Any) -> str | None:
-    """Kind implied by an HTTP status: 429 quota, 5xx transport, 401/403 semantic."""
-    if code in (401, 403) and type(code) is int:
-        return "semantic"
-    return kind_for_status(code)
 
 
 def _status(v: dict[str, Any]) -> Event:
@@ -257,7 +301,7 @@ def _api_retry(v: dict[str, Any]) -> Event:
     message += f": {code}"
     if is_int(http):
         message += f" (HTTP {http})"
-    kind = _http_kind(http) or _RETRY_ERROR_KINDS.get(code)
+    kind = http_kind(http) or _RETRY_ERROR_KINDS.get(code)
     if kind is None:  # no HTTP response at all: a connection error or timeout
         kind = "transport" if http is None else classify(message)
     ev = error("retry", code, message, kind)
@@ -337,6 +381,10 @@ def _system(v: dict[str, Any], native: Any) -> list[Event]:
         return [_status(v)]
     if native == "api_retry":
         return [_api_retry(v)]
+    if native == "commands_changed":
+        return [_commands_changed(v)]
+    if native == "background_tasks_changed":
+        return [_background_tasks(v)]
     if isinstance(native, str) and native in _PROGRESS_TEXT:
         return [_progress(v, native)]
     sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
@@ -400,6 +448,10 @@ def map_line(v: Any) -> list[Event]:
         return _top_progress(v, t)
     if t == "auth_status":
         return _auth_status(v)
+    if t in ("control_response", "control_request", "control_cancel_request"):
+        return [_control(v, t)]
+    if t == "active_goal":
+        return [_active_goal(v)]
     if isinstance(t, str) and (
         t in _SESSION_PROGRESS
         or t in ("queue-operation", "attachment")
@@ -500,12 +552,16 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
         return []
     model = m.get("model")
     native_error = v.get("error")
-    if model == "<synthetic>" or (isinstance(native_error, str) and native_error):
+    marked = (isinstance(native_error, str) and native_error) or _api_error_flag(v)
+    if model == "<synthetic>" and not marked and not _unmarked_api_error(v, m):
+        # a local slash command's answer (`/context`, `/usage`, `/compact`): shown as text
+        return [msg("text", "system", content_text(m.get("content")))]
+    if model == "<synthetic>" or marked:
         code = native_error if isinstance(native_error, str) and native_error else "api_error"
         text = content_text(m.get("content")) or code
         http = v.get("apiErrorStatus")  # session files: the HTTP status decides first
         kind = (
-            (_http_kind(http) if is_int(http) else None)
+            (http_kind(http) if is_int(http) else None)
             or _ASSISTANT_ERROR_KINDS.get(code)
             or classify(text)
         )
@@ -521,6 +577,32 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
             ev["messageId"] = m["id"]
         out.append(ev)
     return out
+
+
+def _api_error_flag(v: dict[str, Any]) -> bool:
+    """``is_api_error_message: true`` (stream-json), ``isApiErrorMessage: true`` (session files)."""
+    return v.get("is_api_error_message") is True or v.get("isApiErrorMessage") is True
+
+
+# how the CLI words an API failure on a `<synthetic>` line of builds that mark none
+_API_ERROR_PREFIXES = (
+    "API Error",
+    "Invalid API key",
+    "Not logged in",
+    "Prompt is too long",
+    "Credit balance is too low",
+)
+
+
+def _unmarked_api_error(v: dict[str, Any], m: dict[str, Any]) -> bool:
+    """A ``<synthetic>`` line with no ``error`` and no ``is_api_error_message``: an API failure of
+    builds that mark none (2.0.x: ``API Error: 404 …``, ``Weekly limit reached ∙ resets 5am``)
+    when its text reads as one, else a local command's answer (a ``local_command_run`` or
+    ``local_command_source`` says so outright)."""
+    if "local_command_run" in v or "local_command_source" in v:
+        return False
+    text = content_text(m.get("content"))
+    return text.startswith(_API_ERROR_PREFIXES) or classify(text) != "semantic"
 
 
 def _pipe_epoch(text: str) -> str | None:
@@ -554,7 +636,7 @@ def _result(v: dict[str, Any]) -> list[Event]:
         reason = v.get("terminal_reason")
         reason = reason if isinstance(reason, str) else ""
         kind = (
-            _http_kind(v.get("api_error_status"))
+            http_kind(v.get("api_error_status"))
             or ("semantic" if reason in _SEMANTIC_REASONS else None)
             or classify(message)
         )
