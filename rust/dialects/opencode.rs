@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, error, kind_for_status, line_extras, msg, name_or_unknown, nonempty, or_str,
+    classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
     reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
     ToolResult, NULL,
 };
@@ -151,8 +151,13 @@ fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {
         Some(m) if !m.is_empty() => Cow::Borrowed(m),
         _ => or_str(Some(name), "error"),
     };
-    let kind =
-        kind_for_status(d.and_then(|d| d.get("statusCode"))).unwrap_or_else(|| classify(&message));
+    // the HTTP status decides first; an error opencode retries itself is never semantic
+    let kind = http_kind(d.and_then(|d| d.get("statusCode"))).unwrap_or_else(|| {
+        match classify(&message) {
+            "semantic" if d.is_some_and(|d| d.is_true_at("isRetryable")) => "transport",
+            k => k,
+        }
+    });
     error("api_error", or_str(Some(name), "error"), message, kind)
 }
 

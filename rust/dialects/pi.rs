@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
+    classify, compaction_tokens, content_blocks, content_text, error, http_kind, line_extras, msg,
     name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call, tool_result, usage, Event,
     LineMeta, ToolResult,
 };
@@ -41,6 +41,50 @@ fn setting_text<'v>(v: &'v Value<'v>, t: &'v str) -> Cow<'v, str> {
 
 fn nonempty(s: Option<&str>) -> Option<&str> {
     s.filter(|s| !s.is_empty())
+}
+
+/// The errors pi retries itself (`AgentSession._isRetryableError` in
+/// packages/coding-agent/src/core/agent-session.ts): its own pattern, matched on the
+/// ASCII-lowercased UTF-8 bytes (`.` is any one byte), as the reference does.
+const PI_RETRYABLE: &str =
+    "(?-u)overloaded|provider.?returned.?error|rate.?limit|too many requests\
+    |429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error\
+    |connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error\
+    |other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up\
+    |ended without|http2 request did not get a response|timed? out|timeout|terminated\
+    |retry delay";
+
+fn pi_retries(message: &str) -> bool {
+    static RE: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
+    let low = message.as_bytes().to_ascii_lowercase();
+    RE.get_or_init(|| regex::bytes::Regex::new(PI_RETRYABLE).ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(&low))
+}
+
+/// The kind of a pi error message: a leading `NNN: ` HTTP status decides first (401/403
+/// semantic, 429 quota, 5xx transport); then the shared classifier; an error pi retries itself
+/// (`retried`: an `auto_retry_*` line, or its pattern matches) is never semantic (undici's bare
+/// `terminated` is a connection cut).
+pub fn error_kind(message: &str, retried: bool) -> &'static str {
+    let b = message.as_bytes();
+    if let (Some(d), Some(b": ")) = (b.get(..3), b.get(3..5)) {
+        if d.iter().all(u8::is_ascii_digit) {
+            let code = d.iter().fold(0i64, |n, c| n * 10 + i64::from(c - b'0'));
+            if let Some(kind) = http_kind(Some(&Value::Int(code))) {
+                return kind;
+            }
+        }
+    }
+    let kind = classify(if message.is_empty() {
+        "api_error"
+    } else {
+        message
+    });
+    if kind == "semantic" && (retried || pi_retries(message)) {
+        return "transport";
+    }
+    kind
 }
 
 impl Dialect for Pi {
@@ -129,7 +173,7 @@ impl Dialect for Pi {
             }
             "auto_retry_start" => {
                 let m = v.str_at("errorMessage").unwrap_or("");
-                let kind = classify(if m.is_empty() { "auto_retry" } else { m });
+                let kind = error_kind(m, true);
                 let mut ev = error("retry", "auto_retry", Cow::Borrowed(m), kind);
                 ev.x().retry = true;
                 // pi's own delay before the retry wins over one read from the text.
@@ -146,7 +190,7 @@ impl Dialect for Pi {
                         "retry_failed",
                         "retry_failed",
                         Cow::Borrowed(f),
-                        classify(f),
+                        error_kind(f, true),
                     ));
                 }
                 _ => out.push(status("progress", Some(Cow::Borrowed(t)))),
@@ -315,8 +359,12 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let em = m.str_at("errorMessage").unwrap_or("");
     match m.str_at("stopReason") {
         Some("error") => {
-            let kind = classify(if em.is_empty() { "api_error" } else { em });
-            out.push(error("api_error", "api_error", Cow::Borrowed(em), kind));
+            out.push(error(
+                "api_error",
+                "api_error",
+                Cow::Borrowed(em),
+                error_kind(em, false),
+            ));
         }
         Some("aborted") => out.push(error("aborted", "aborted", Cow::Borrowed(em), "semantic")),
         _ => {}

@@ -14,8 +14,8 @@ from ..events import (
     Event,
     classify,
     error,
+    http_kind,
     is_count,
-    kind_for_status,
     line_extras,
     msg,
     name_or_unknown,
@@ -139,5 +139,10 @@ def _error(e: Any) -> Event:
     d = data if isinstance(data, dict) else {}
     name = text_of(e.get("name")) or ""
     message = text_of(d.get("message")) or name or "error"
-    kind = kind_for_status(d.get("statusCode")) or classify(message)
+    # the HTTP status decides first; an error opencode retries itself is never semantic
+    kind = http_kind(d.get("statusCode"))
+    if kind is None:
+        kind = classify(message)
+        if kind == "semantic" and d.get("isRetryable") is True:
+            kind = "transport"
     return error("api_error", name or "error", message, kind)

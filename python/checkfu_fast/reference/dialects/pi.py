@@ -9,6 +9,7 @@ and ``errorMessage``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..events import (
@@ -18,6 +19,7 @@ from ..events import (
     content_blocks,
     content_text,
     error,
+    http_kind,
     line_extras,
     msg,
     name_or_unknown,
@@ -132,7 +134,7 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [compaction_tokens(ev, v)]
     if t == "auto_retry_start":
         message = text_of(v.get("errorMessage")) or ""
-        ev = error("retry", "auto_retry", message, classify(message or "auto_retry"))
+        ev = error("retry", "auto_retry", message, error_kind(message, retried=True))
         ev["retry"] = True
         delay = v.get("delayMs")  # pi's own delay before the retry wins over the text's
         if ev["error"]["errorKind"] in ("quota", "transport") and type(delay) is int:
@@ -142,9 +144,38 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "auto_retry_end":
         final = text_of(v.get("finalError"))
         if v.get("success") is not True and final:
-            return [error("retry_failed", "retry_failed", final, classify(final))]
+            return [error("retry_failed", "retry_failed", final, error_kind(final, retried=True))]
         return [status("progress", t)]
     return []
+
+
+# The errors pi retries itself (`AgentSession._isRetryableError` in
+# packages/coding-agent/src/core/agent-session.ts): its own pattern, case-insensitive, matched
+# on the ASCII-lowercased UTF-8 bytes (`.` is any one byte), so the twins agree byte for byte.
+_PI_RETRYABLE = re.compile(
+    rb"overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504"
+    rb"|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error"
+    rb"|connection.?refused|connection.?lost|websocket.?closed|websocket.?error"
+    rb"|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up"
+    rb"|ended without|http2 request did not get a response|timed? out|timeout|terminated"
+    rb"|retry delay"
+)
+
+
+def error_kind(message: str, retried: bool = False) -> str:
+    """The kind of a pi error message: a leading ``NNN: `` HTTP status decides first (401/403
+    semantic, 429 quota, 5xx transport); then the shared classifier; an error pi retries itself
+    (``retried``: an ``auto_retry_*`` line, or its pattern matches) is never semantic
+    (undici's bare ``terminated`` is a connection cut)."""
+    b = message.encode("utf-8", "surrogatepass")
+    if len(b) >= 5 and b[:3].isdigit() and b[3:5] == b": ":
+        kind = http_kind(int(b[:3]))
+        if kind is not None:
+            return kind
+    kind = classify(message or "api_error")
+    if kind == "semantic" and (retried or _PI_RETRYABLE.search(b.lower())):
+        return "transport"
+    return kind
 
 
 # the field that names a fork's new setting, first present wins
@@ -247,7 +278,7 @@ def _message(m: dict[str, Any]) -> list[Event]:
     if stop == "error" or stop == "aborted":
         message = text_of(m.get("errorMessage")) or ""
         if stop == "error":
-            out.append(error("api_error", "api_error", message, classify(message or "api_error")))
+            out.append(error("api_error", "api_error", message, error_kind(message)))
         else:
             out.append(error("aborted", "aborted", message, "semantic"))
     if "usage" in m:
