@@ -12,7 +12,7 @@ use crate::dialect::AnyDialect;
 use crate::event::{status, Event, LineMeta, Text};
 use crate::framing::{Framer, Span, Src, WideStream};
 use crate::parse;
-use crate::sniff::{sniff, AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK};
+use crate::sniff::{sniff, tentative, AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK};
 use crate::value::Value;
 
 pub const V: &str = "events/v1";
@@ -318,6 +318,8 @@ pub struct Engine {
     dialect: Option<AnyDialect>,
     held: Vec<Span>,
     held_bytes: usize,
+    /// `auto`: the first held line's suggestion ([`tentative`]).
+    tentative: Option<AnyDialect>,
     finished: bool,
     stream_error: Option<StreamError>,
 }
@@ -331,6 +333,7 @@ impl Engine {
             dialect,
             held: Vec::new(),
             held_bytes: 0,
+            tentative: None,
             finished: false,
             stream_error: None,
         }
@@ -421,6 +424,9 @@ impl Engine {
                 continue;
             };
             let decided = p.value().and_then(sniff);
+            if self.tentative.is_none() {
+                self.tentative = p.value().and_then(tentative);
+            }
             let mut copy = Vec::new();
             OutOfMemory::reserve(&mut copy, data.len())?;
             copy.extend_from_slice(data);
@@ -435,13 +441,21 @@ impl Engine {
             if let Some(d) = decided {
                 self.release(d, false, &mut out)?;
             } else if self.held.len() >= AUTO_HOLD_LINES || self.held_bytes >= AUTO_HOLD_BYTES {
-                self.release(FALLBACK, true, &mut out)?;
+                self.undecided(&mut out)?;
             }
         }
         if last && self.dialect.is_none() && !self.held.is_empty() {
-            self.release(FALLBACK, true, &mut out)?;
+            self.undecided(&mut out)?;
         }
         Ok(out)
+    }
+
+    /// No held line decided: the first tentative tell, else the announced fallback.
+    fn undecided(&mut self, out: &mut Vec<Item>) -> Result<(), OutOfMemory> {
+        match self.tentative.take() {
+            Some(d) => self.release(d, false, out),
+            None => self.release(FALLBACK, true, out),
+        }
     }
 
     fn release(

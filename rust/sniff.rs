@@ -203,13 +203,22 @@ fn sniff_later(t: &str, v: &Value<'_>) -> Option<AnyDialect> {
         "tool_call_update" | "available_commands" | "max_turns_reached"
     ) || ((t == "thought" || t == "text") && v.str_at("data").is_some())
         || (t == "end" && v.has("stopReason"))
-        || (t == "error" && bare_error(v))
+        || (t == "error"
+            && bare_error(v)
+            && v.find_key(|k| k != "type" && k != "message").is_some())
         || (matches!(t, "step_start" | "step_finish" | "text" | "tool_use") && v.has("stepNumber"))
         || (t == "step_finish" && v.has("finishReason"))
     {
         return Some(AnyDialect::Grok);
     }
     None
+}
+
+/// The dialect a line suggests without proving it: a bare `{"type": "error", "message"}` is
+/// grok's whole failed run, but codex prints it too (a stream that fails before
+/// `thread.started`: `error` then `turn.failed`). Used only when no held line decides.
+pub fn tentative(v: &Value<'_>) -> Option<AnyDialect> {
+    (v.str_at("type") == Some("error") && bare_error(v)).then_some(AnyDialect::Grok)
 }
 
 /// The built-in mapping files' own `sniff` conditions, in DIALECTS order.

@@ -56,6 +56,17 @@ STOP_REASONS = {
     "interrupted": "interrupted",
 }
 _WS = re.compile(r"\s")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def stop_reason_of(native: str) -> str:
+    """The oneshot stop reason of a native one: ``STOP_REASONS``, matched as written, else in
+    snake case (harnesses that print Rust enum names: ``EndTurn``, ``Cancelled``,
+    ``MaxTurnRequests``), else ``end_turn``."""
+    hit = STOP_REASONS.get(native)
+    if hit is None:
+        hit = STOP_REASONS.get(_CAMEL.sub("_", native).lower())
+    return hit or "end_turn"
 
 
 def digest_id(prefix: str, native_id: str) -> str:
@@ -239,6 +250,7 @@ class _Fold:
         self.final: dict[str, Any] | None = None  # what the ending needs of the last outcome
         self.last_retry: dict[str, Any] | None = None  # the last transient-retry error
         self.last_assistant_stop: Any = None
+        self.max_turns_hit = False  # a max-turns error came (grok's `max_turns_reached`)
         self.cumulative_cost: int | None = None
         self.turn_cost: int | None = None
         self.message_costs: dict[str, int] = {}
@@ -387,6 +399,8 @@ class _Fold:
                     if segment and not structured:
                         self.result_text = segment
         elif kind == "error" and subtype not in NON_TERMINAL_ERRORS:
+            if subtype == "max_turns":
+                self.max_turns_hit = True
             if e.get("repeatsError") is True and _dict(self.final).get("kind") == "error":
                 return  # a generic repeat of the error before it: that (actionable) one stands
             self.outcome(e)
@@ -556,9 +570,11 @@ class _Fold:
         return result if isinstance(result, str) else None
 
     def stop_reason(self) -> str:
+        if self.max_turns_hit:  # the turn cap ended the turn, whatever the end line says
+            return "max_turn_requests"
         for value in (_dict(self.final).get("stopReason"), self.last_assistant_stop):
             if isinstance(value, str):
-                return STOP_REASONS.get(value, "end_turn")
+                return stop_reason_of(value)
         return "end_turn"
 
     def duration_ms(self) -> int | None:

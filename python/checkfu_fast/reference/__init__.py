@@ -18,7 +18,7 @@ from .events import Event, classify_tools
 from .framing import Framer, Line, WideStream
 from .journal import validate_journal
 from .parse import JsonError, parse, scan_budget
-from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff
+from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff, tentative
 
 __all__ = [
     "DIALECTS",
@@ -106,6 +106,7 @@ class Normalizer:
         self._max_nodes = max_nodes
         self._framer = Framer(max_line_bytes, detect_wide=True)
         self._held: list[Prepared] = []  # auto: lines seen before a decisive one
+        self._tentative: str | None = None  # auto: the first held line's suggestion
         self._held_bytes = 0
         self._seq = 0
         self._finished = False
@@ -161,17 +162,26 @@ class Normalizer:
             else:
                 self._emit(p, out)
         if final and self._dialect is None and self._held:
-            self._decide(FALLBACK, out, fallback=True)
+            self._undecided(out)
         return out
+
+    def _undecided(self, out: list[Event]) -> None:
+        """No held line decided: the first tentative tell, else the announced fallback."""
+        if self._tentative is not None:
+            self._decide(self._tentative, out, fallback=False)
+        else:
+            self._decide(FALLBACK, out, fallback=True)
 
     def _hold(self, p: Prepared, out: list[Event]) -> None:
         decided = sniff(p.value) if p.ok else None
+        if self._tentative is None and p.ok:
+            self._tentative = tentative(p.value)
         self._held.append(p)
         self._held_bytes += p.size
         if decided is not None:
             self._decide(decided, out, fallback=False)
         elif len(self._held) >= AUTO_HOLD_LINES or self._held_bytes >= AUTO_HOLD_BYTES:
-            self._decide(FALLBACK, out, fallback=True)
+            self._undecided(out)
 
     def _decide(self, dialect: str, out: list[Event], fallback: bool) -> None:
         self._dialect = _resolve(dialect)

@@ -121,11 +121,24 @@ def _sniff_later(t: str, v: dict[str, Any]) -> str | None:
         return "grok"
     if t == "end" and "stopReason" in v:
         return "grok"
-    if t == "error" and isinstance(v.get("message"), str) and _GROK_ERROR_KEYS.issuperset(v):
-        return "grok"
+    if t == "error" and _grok_error(v) and len(v.keys() - {"type", "message"}) > 0:
+        return "grok"  # a bare `{type, message}` is codex's too: see `tentative`
     if t in _SUPERAGENT_TYPES and "stepNumber" in v:
         return "grok"
     if t == "step_finish" and "finishReason" in v:
+        return "grok"
+    return None
+
+
+def _grok_error(v: dict[str, Any]) -> bool:
+    return isinstance(v.get("message"), str) and _GROK_ERROR_KEYS.issuperset(v)
+
+
+def tentative(v: Any) -> str | None:
+    """The dialect a line suggests without proving it: a bare ``{"type": "error", "message"}``
+    is grok's whole failed run, but codex prints it too (a stream that fails before
+    ``thread.started``: ``error`` then ``turn.failed``). Used only when no held line decides."""
+    if isinstance(v, dict) and v.get("type") == "error" and _grok_error(v):
         return "grok"
     return None
 
