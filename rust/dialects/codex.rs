@@ -223,15 +223,10 @@ fn item_events<'v>(phase: &str, item: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                 out.push(ev);
             }
             "completed" => {
+                let output = text_or_empty(item, "aggregated_output");
                 let failed = matches!(item.str_at("status"), Some("failed" | "declined"))
-                    || matches!(item.get("exit_code"), Some(Value::Int(c)) if *c != 0)
-                    || matches!(item.get("exit_code"), Some(Value::BigInt(_)));
-                let mut ev = tool_result(
-                    Cow::Borrowed("shell"),
-                    iid,
-                    failed,
-                    text_or_empty(item, "aggregated_output"),
-                );
+                    || exit_failed(item.get("exit_code"), &output);
+                let mut ev = tool_result(Cow::Borrowed("shell"), iid, failed, output);
                 if let Some(o) = item.get("aggregated_output") {
                     ev.x().tool_result = Some(ToolResult::Value(o));
                 }
@@ -572,12 +567,11 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             out.push(ev);
         }
         "exec_command_end" => {
-            let failed = matches!(m.get("exit_code"), Some(Value::Int(c)) if *c != 0)
-                || matches!(m.get("exit_code"), Some(Value::BigInt(_)));
             let text = match m.str_at("aggregated_output") {
                 Some(t) => Cow::Borrowed(t),
                 None => text_or_empty(m, "stdout"),
             };
+            let failed = exit_failed(m.get("exit_code"), &text);
             let mut ev = tool_result(Cow::Borrowed("shell"), cid, failed, text);
             if let Some(o) = m.get("aggregated_output").or_else(|| m.get("stdout")) {
                 ev.x().tool_result = Some(ToolResult::Value(o));
@@ -958,6 +952,31 @@ fn response_item<'v>(p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
 }
 
+/// A command's exit: its `exit_code` when it is an integer (not 0: failed), else what its
+/// output says in plain text ([`text_failed`]).
+fn exit_failed(code: Option<&Value<'_>>, output: &str) -> bool {
+    match code {
+        Some(Value::Int(c)) => *c != 0,
+        Some(Value::BigInt(_)) => true,
+        _ => text_failed(output),
+    }
+}
+
+/// A command output that reports its own failure in plain text, as codex gives it to the model
+/// (rollouts' `function_call_output` strings, and a command with no `exit_code`): a first line
+/// `Exit code: N` with N not 0, or a sandbox refusal `failed in sandbox …`.
+pub fn text_failed(text: &str) -> bool {
+    if text.starts_with("failed in sandbox") {
+        return true;
+    }
+    let Some(rest) = text.strip_prefix("Exit code: ") else {
+        return false;
+    };
+    let rest = rest.strip_prefix('-').unwrap_or(rest);
+    let digits: Vec<u8> = rest.bytes().take_while(u8::is_ascii_digit).collect();
+    digits.iter().any(|d| *d != b'0')
+}
+
 /// The text of a tool output and whether it failed: a JSON string `{output, metadata}` (its
 /// `output`; failed when `metadata.exit_code` is not 0), a plain string, content items, or an
 /// object with `content` and `success`.
@@ -982,7 +1001,7 @@ fn call_output<'v>(o: Option<&'v Value<'v>>) -> (Text<'v>, bool) {
                     }
                 }
             }
-            (Cow::Borrowed(s), false)
+            (Cow::Borrowed(s), text_failed(s))
         }
         Some(items @ Value::Array(_)) => (parts_text(Some(items), &TEXT_PARTS), false),
         Some(obj @ Value::Object(_)) => (

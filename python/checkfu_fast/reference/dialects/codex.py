@@ -183,10 +183,11 @@ def _item(phase: str, item: dict[str, Any]) -> list[Event]:
             return [ev]
         if phase == "completed":
             code = item.get("exit_code")
+            output = text_of(item.get("aggregated_output")) or ""
             failed = item.get("status") in ("failed", "declined") or (
-                type(code) is int and code != 0
+                (code != 0) if type(code) is int else text_failed(output)
             )
-            ev = tool_result("shell", iid, failed, text_of(item.get("aggregated_output")) or "")
+            ev = tool_result("shell", iid, failed, output)
             if "aggregated_output" in item:
                 ev["toolResult"] = item["aggregated_output"]
             return [ev]
@@ -370,7 +371,8 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
         text = text_of(m.get("aggregated_output"))
         if text is None:
             text = text_of(m.get("stdout")) or ""
-        ev = tool_result("shell", cid, type(code) is int and code != 0, text)
+        failed = (code != 0) if type(code) is int else text_failed(text)
+        ev = tool_result("shell", cid, failed, text)
         if "aggregated_output" in m:
             ev["toolResult"] = m["aggregated_output"]
         elif "stdout" in m:
@@ -610,7 +612,7 @@ def _response_item(p: dict[str, Any]) -> list[Event]:
         iid = p.get("id")
         text = _action_text(action) if isinstance(action, dict) else ""
         return [tool_call("web_search", action, iid), tool_result("web_search", iid, False, text)]
-    if t in _ITEM_PROGRESS:
+    if isinstance(t, str) and t in _ITEM_PROGRESS:
         return [status("progress", t)]
     return []
 
@@ -625,7 +627,7 @@ def _call_output(out: Any) -> tuple[str, bool]:
             meta = inner.get("metadata")
             code = meta.get("exit_code") if isinstance(meta, dict) else None
             return inner["output"], type(code) is int and code != 0
-        return out, False
+        return out, text_failed(out)
     if isinstance(out, list):
         return _parts_text(out, ("input_text", "output_text", "text")), False
     if isinstance(out, dict):
@@ -637,6 +639,22 @@ def _call_output(out: Any) -> tuple[str, bool]:
         )
         return text, out.get("success") is False
     return "", False
+
+
+def text_failed(text: str) -> bool:
+    """A command output that reports its own failure in plain text, as codex gives it to the
+    model (rollouts' ``function_call_output`` strings, and a command with no ``exit_code``):
+    a first line ``Exit code: N`` with N not 0, or a sandbox refusal ``failed in sandbox …``."""
+    if text.startswith("failed in sandbox"):
+        return True
+    if not text.startswith("Exit code: "):
+        return False
+    rest = text[len("Exit code: ") :]
+    rest = rest[1:] if rest.startswith("-") else rest
+    n = 0
+    while n < len(rest) and rest[n] in "0123456789":
+        n += 1
+    return n > 0 and rest[:n].strip("0") != ""
 
 
 # the budget of a JSON document inside a tool output string
