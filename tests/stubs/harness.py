@@ -157,6 +157,67 @@ def main() -> None:
         out.write(json.dumps(claude_text(text)).encode() + b"\n")
         sys.stderr.write(f"error: auth failed for {value} (ghp_{'Zz9' * 12})\n")
         sys.exit(1)
+    elif mode == "escape-proc":  # containment: unmount /proc, then look at the runner
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        report = {"umount": libc.umount2(b"/proc", 2) == 0}  # MNT_DETACH
+        report["pids"] = len([d for d in os.listdir("/proc") if d.isdigit()])
+        runner = os.environ["RUNNER_PID"]
+        try:
+            with open(f"/proc/{runner}/environ", "rb") as f:
+                report["environ"] = f.read().decode("utf-8", "replace")
+        except OSError as exc:
+            report["environ"] = exc.strerror
+        try:
+            with open(f"/proc/{runner}/oom_score_adj", "w") as f:
+                f.write("1000")
+            report["oom"] = "written"
+        except OSError as exc:
+            report["oom"] = exc.strerror
+        out.write(json.dumps(report).encode() + b"\n")
+    elif mode == "wait-flag":  # hold the turn until FLAG exists (STARTED is made at once)
+        open(args[1], "w").close()
+        deadline = time.monotonic() + 20
+        while not os.path.exists(args[0]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        out.write(b"released\n")
+    elif mode == "find-prompts":  # hygiene: every staged prompt this harness can read
+        found = []
+        roots = {
+            os.environ.get("TMPDIR") or "/tmp",
+            "/tmp",
+            "/var/tmp",
+            os.path.dirname(os.getcwd()),
+        }
+        for root in roots:
+            for where, _, files in os.walk(root):
+                for name in files:
+                    if name == "prompt.txt":
+                        try:
+                            with open(os.path.join(where, name)) as f:
+                                found.append(f.read())
+                        except OSError:
+                            pass
+        out.write(json.dumps(found).encode() + b"\n")
+    elif mode == "lock-dir":  # hygiene: leave a 0o000 directory (with a file) in the cwd
+        os.makedirs("locked/inner")
+        open("locked/inner/file", "w").close()
+        os.chmod("locked/inner", 0)
+        os.chmod("locked", 0)
+        out.write(b"locked\n")
+    elif mode == "secret-tool":  # hygiene: env secrets as a JSON key and as a number
+        key, number = os.environ["CHECKFU_KEY"], int(os.environ["CHECKFU_NUMBER"])
+        use = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {key: number}}
+        line = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use]}}
+        out.write(CLAUDE_INIT + b"\n" + json.dumps(line).encode() + b"\n")
+        out.write(json.dumps(CLAUDE_RESULT).encode() + b"\n")
+    elif mode == "stderr-cut":  # hygiene: the stderr tail's cut falls inside a secret
+        value, shown = os.environ["CHECKFU_SECRET"], int(args[0])
+        size = int(args[1])  # the runner's stderr_tail_bytes
+        sys.stderr.write(value + "x" * (size - shown - 1) + "\n")
+        sys.stderr.flush()
+        sys.exit(1)
     else:
         sys.exit(f"unknown mode {mode}")
 

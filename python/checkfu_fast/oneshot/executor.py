@@ -12,7 +12,9 @@ section 3.2):
 - S14 staged files: one safe name component each, created ``O_CREAT|O_EXCL|O_NOFOLLOW`` 0600
   relative to the staging directory (``dir_fd``); anything already there (a planted symlink)
   is a ``StagingError`` and its target is untouched. Files are removed after the run;
-  ``private_staging_dir`` makes a 0700 ``mkdtemp`` and removes it with its content.
+  ``private_staging_dir`` (``make_staging_dir``) makes ``<root>/checkfu-oneshot-XXXX/turn``
+  (the runner's root of staging directories, then a private per-turn parent, each 0700) and
+  removes it with its content and parent, ``0o000`` directories included (``remove_tree``).
 - S12 the child environment is exactly ``env`` (``minimal_environment(home=staging_dir)`` when
   None): nothing is inherited from the host environment.
 - S5/S6/S7 one ``selectors`` loop over the raw pipe fds writes stdin and reads stdout and
@@ -39,6 +41,10 @@ section 3.2):
   the kernel then kills every process in the namespace. The launcher reports the harness's
   own exit status or signal over a socket, resets every signal disposition and the signal
   mask for it, and, if this process dies, kills the namespace and removes ``cleanup_dir``.
+  ``/proc`` stays locked for a root harness (a user namespace of its own, see ``_init.py``)
+  and the root of staging directories is covered but for this turn's: a harness sees neither
+  the host's processes nor other turns' staged files. The probe answers once; a host shortage
+  while probing is no answer (that turn is ``host_resources``, the next one probes again).
 - S3 stdout beyond ``output_cap`` is not stored: the group is killed, ``output_truncated``.
 - S4 stderr is drained concurrently into a ring buffer of the last ``stderr_tail_bytes``.
 - S8 ``exit_code`` and ``signal`` are reported apart; a death by signal is never mapped to an
@@ -89,6 +95,7 @@ from ..errors import CheckfuError
 MAX_ARG_BYTES = 131_072 - 1  # Linux MAX_ARG_STRLEN includes the terminating NUL
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_CHUNK = 1 << 16
+STDERR_TAIL_BYTES = 64 * 1024
 TICK_S = 0.05
 _WAIT_PEEK = os.WEXITED | os.WNOHANG | os.WNOWAIT
 SETPRIV = next((p for p in ("/usr/bin/setpriv", "/bin/setpriv") if os.access(p, os.X_OK)), None)
@@ -96,6 +103,8 @@ _SETPRIV_FAILED = b"setpriv: failed to execute "
 _INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_init.py")
 # errors of the host, not of the harness: no descriptors, no memory, no processes left
 _HOST_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.ENOSPC})
+# of those, the ones that pass (ENOSPC from unshare is a namespace limit, often set to 0)
+_TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
 CONTAINMENTS = ("auto", "pid_namespace", "process_group")
 
 
@@ -147,15 +156,105 @@ def minimal_environment(
     return env
 
 
+STAGING_PREFIX = "checkfu-oneshot-"
+
+
+def staging_root() -> str | None:
+    """The runner's directory of staging directories, ``$TMPDIR/checkfu-oneshot-<euid>``
+    (mode 0700, owned by this user; made when needed, removed once empty). ``None`` when
+    something else
+    is at that place (another owner, a symlink, open modes): then each staging directory's
+    private parent is made in ``$TMPDIR`` itself and contained harnesses are not kept from
+    the others' (see :func:`run_process`)."""
+    path = os.path.join(tempfile.gettempdir(), f"{STAGING_PREFIX}{os.geteuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
+def make_staging_dir() -> str:
+    """A fresh staging directory ``<root>/checkfu-oneshot-XXXX/turn``: its private parent is
+    made for this turn alone (``mkdtemp``, mode 0700, owned by the runner), so that nothing
+    beside it is this turn's; both go with :func:`remove_staging_dir`."""
+    for attempt in range(3):
+        try:
+            parent = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=staging_root())
+            break
+        except FileNotFoundError:  # the root was removed (empty) in between: make it again
+            if attempt == 2:
+                raise
+    try:
+        os.chmod(parent, 0o700)
+        path = os.path.join(parent, "turn")
+        os.mkdir(path, 0o700)
+    except BaseException:
+        remove_tree(parent)
+        raise
+    return path
+
+
+def remove_staging_dir(path: str) -> None:
+    """Remove a staging directory of :func:`make_staging_dir` with its private parent (and
+    whatever the harness left there, ``0o000`` directories included), and the runner's root
+    of staging directories once it is empty."""
+    parent = os.path.dirname(path)
+    if os.path.basename(parent).startswith(STAGING_PREFIX) and os.path.basename(path) == "turn":
+        remove_tree(parent)
+        root = os.path.dirname(parent)
+        if os.path.basename(root) == f"{STAGING_PREFIX}{os.geteuid()}":
+            with contextlib.suppress(OSError):  # another turn's directory is in it: it stays
+                os.rmdir(root)
+    else:
+        remove_tree(path)
+
+
+def remove_tree(path: str) -> None:
+    """``shutil.rmtree`` that a harness's ``0o000`` directories do not stop (a non-root runner
+    cannot list or empty them): what is left after a first pass is opened up (each directory
+    reached without following symlinks, ``O_PATH`` then chmod through ``/proc/self/fd``),
+    then removed again. Errors are ignored: the tree is gone or what is left is not ours."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    _open_up(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _open_up(top: str) -> None:
+    pending = [top]
+    seen = 0
+    while pending and seen < 1_000_000:  # bounded: a tree the harness made in its deadline
+        path = pending.pop()
+        seen += 1
+        try:
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            os.chmod(f"/proc/self/fd/{fd}", 0o700)
+            names = os.listdir(f"/proc/self/fd/{fd}")
+        except OSError:
+            names = []
+        finally:
+            os.close(fd)
+        pending.extend(os.path.join(path, name) for name in names)
+
+
 @contextlib.contextmanager
 def private_staging_dir() -> Iterator[str]:
-    """A fresh ``mkdtemp`` directory (mode 0700), removed with its content afterwards."""
-    path = tempfile.mkdtemp(prefix="checkfu-oneshot-")
+    """A fresh staging directory (:func:`make_staging_dir`), removed with its content and its
+    private parent afterwards."""
+    path = make_staging_dir()
     try:
-        os.chmod(path, 0o700)
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_staging_dir(path)
 
 
 def check_staged_name(name: str) -> None:
@@ -175,6 +274,8 @@ def check_staged_name(name: str) -> None:
 def _stage(staging_dir: str, files: Sequence[StagedFile]) -> list[str]:
     for f in files:
         check_staged_name(f.name)
+    if not files:
+        return []
     written: list[str] = []
     dfd = os.open(staging_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -271,9 +372,27 @@ _NS_LOCK = threading.Lock()
 _NS_AVAILABLE: bool | None = None
 
 
+class _HostShortage(Exception):
+    """The namespace probe could not run for want of host resources (a passing state)."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc)
+        self.error = exc
+
+
 def pid_namespace_available() -> bool:
     """Can this process put a harness in a fresh PID namespace with its own ``/proc``?
-    Probed once (the contained launcher runs ``/bin/true``), then cached."""
+    Probed (the contained launcher runs ``/bin/true``) until a probe gives an answer, which is
+    then cached. A probe that the host's shortage stopped (no descriptors, memory or processes
+    left) answers ``False`` for now and is run again next time."""
+    try:
+        return _namespaces()
+    except _HostShortage:
+        return False
+
+
+def _namespaces() -> bool:
+    """:func:`pid_namespace_available`, raising ``_HostShortage`` for a passing shortage."""
     global _NS_AVAILABLE
     with _NS_LOCK:
         if _NS_AVAILABLE is None:
@@ -287,37 +406,54 @@ def _probe_namespace() -> bool:
     true = next((p for p in ("/bin/true", "/usr/bin/true") if os.access(p, os.X_OK)), None)
     if true is None:
         return False
-    ours, theirs = socket.socketpair()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", _INIT, str(theirs.fileno()), "", "--", true],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(theirs.fileno(),),
-            start_new_session=True,
-        )
-    except OSError:
+        ours, theirs = socket.socketpair()
+    except OSError as exc:
+        if exc.errno in _HOST_ERRNOS:
+            raise _HostShortage(exc) from None
         return False
-    theirs.close()
-    ours.settimeout(10.0)
-    data = b""
     try:
-        while b"exit" not in data and b"ns 0" not in data and b"exec" not in data:
-            chunk = ours.recv(256)
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        pass
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", _INIT, str(theirs.fileno()), "", "", "", "--", true],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            if exc.errno in _HOST_ERRNOS:
+                raise _HostShortage(exc) from None
+            return False
+        finally:
+            theirs.close()
+        ours.settimeout(10.0)
+        data = b""
+        try:
+            while b"exit" not in data and b"ns 0" not in data and b"exec" not in data:
+                chunk = ours.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        finally:
+            ours.close()  # the launcher ends once we let go
+            try:
+                proc.wait(timeout=10.0)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     finally:
         ours.close()
-        try:
-            proc.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    for line in data.decode("ascii", "replace").splitlines():
+        word, _, rest = line.partition(" ")
+        code = rest.split()[-1] if rest.split() else ""
+        # the launcher ran short of something the host lacks for now: no answer yet
+        if word in ("ns", "exec") and code.isdigit() and int(code) in _TRANSIENT_ERRNOS:
+            raise _HostShortage(OSError(int(code), os.strerror(int(code))))
     return data.startswith(b"ns 1\n") and b"exit 0" in data
 
 
@@ -351,7 +487,7 @@ def run_process(
     env: Mapping[str, str] | None = None,
     deadline_s: float = 600.0,
     output_cap: int = 64 * 1024 * 1024,
-    stderr_tail_bytes: int = 64 * 1024,
+    stderr_tail_bytes: int = STDERR_TAIL_BYTES,
     sigint_grace_s: float = 2.0,
     sigterm_grace_s: float = 2.0,
     drain_s: float = 2.0,
@@ -387,13 +523,23 @@ def run_process(
     if problem is not None:
         return _not_run(*problem)
     child_env = dict(env) if env is not None else minimal_environment(home=staging_dir)
-    contained = containment == "pid_namespace" or (
-        containment == "auto" and pid_namespace_available()
-    )
-    staged = _stage(staging_dir, staged_files)
+    try:
+        contained = containment == "pid_namespace" or (containment == "auto" and _namespaces())
+    except _HostShortage as short:  # this turn cannot run; the next one probes again
+        return _host_failure(short.error, entrypoint)
+    try:
+        staged = _stage(staging_dir, staged_files)
+    except OSError as exc:
+        if exc.errno in _HOST_ERRNOS:
+            return _host_failure(exc, entrypoint)
+        raise
     try:
         if contained:
-            cmd = [sys.executable, "-I", "-S", _INIT, "{sock}", cleanup_dir or "", "--"]
+            root = staging_root()
+            inside = root is not None and staging_dir.startswith(root + os.sep)
+            hide, keep = (root, staging_dir) if inside and root is not None else ("", "")
+            cmd = [sys.executable, "-I", "-S", _INIT, "{sock}", cleanup_dir or "", hide, keep]
+            cmd.append("--")
             guard = []
         else:
             cmd = []
@@ -416,9 +562,11 @@ def run_process(
             (sigint_grace_s, sigterm_grace_s, drain_s),
         )
     finally:
-        dfd = os.open(staging_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        _unstage(dfd, staged)
-        os.close(dfd)
+        if staged:
+            with contextlib.suppress(OSError):  # (no descriptor left: the caller removes it)
+                dfd = os.open(staging_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                _unstage(dfd, staged)
+                os.close(dfd)
 
 
 class _Run:

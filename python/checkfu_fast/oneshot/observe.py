@@ -16,7 +16,7 @@ from typing import Any
 
 from .contract import compact_json
 from .plan import TurnRequest
-from .redact import redact_deep
+from .redact import redact_payload, redactor
 
 Observation = dict[str, Any]
 
@@ -638,7 +638,12 @@ class Observer:
     stdout. Events are folded as they come and not retained: memory is bounded by counters,
     the distinct model-call and message ids seen, hints (at most ``MAX_REMEMBERED`` each) and
     the hold of at most ``MAX_HELD_CHUNKS`` partial text chunks of ``MAX_HELD_CHARS``
-    characters in all (plus one joined delta text of at most ``MAX_CONTENT`` characters)."""
+    characters in all (plus one joined delta text of at most ``MAX_CONTENT`` characters).
+
+    ``redact`` (docs/oneshot.md section 3, "Hygiene"): ``True`` (the default) hides
+    credentials of known formats, a :class:`~checkfu_fast.oneshot.redact.Redactor` also the
+    harness's secret environment values (live turns pass one), ``None`` or ``False`` nothing.
+    Ids are never rewritten; the opaque-key rules apply to error messages only."""
 
     def __init__(
         self,
@@ -647,11 +652,12 @@ class Observer:
         *,
         dialect: Any = "auto",
         implementation: str = "native",
-        redact: Callable[[str], str] | None = None,
+        redact: Callable[[str], str] | bool | None = True,
     ) -> None:
         self._contract = contract
         self._request = request
-        self._redact = redact
+        # True: credentials of known formats (a replay hides what a live turn hides)
+        self._redact = redactor() if redact is True else redact or None
         self._started = False
         self._finished = False
         self._state: dict[str, Any] | None = None
@@ -720,7 +726,9 @@ class Observer:
         self._state = {
             "schema_version": 1,
             "turn": int(prior["turn"]) + 1 if prior is not None else 1,
-            "last_response": self._redact(last_response) if self._redact else last_response,
+            "last_response": getattr(self._redact, "exact", self._redact)(last_response)
+            if self._redact
+            else last_response,
         }
         return self._out(out)
 
@@ -743,7 +751,7 @@ class Observer:
             ready = {"capability_set": capability_set(self._contract)}
             out.insert(0, {"type": "observation.ready", "payload": ready})
         if self._redact is not None:
-            out = [{**o, "payload": redact_deep(o["payload"], self._redact)} for o in out]
+            out = [{**o, "payload": redact_payload(o["payload"], self._redact)} for o in out]
         return out
 
 
@@ -755,14 +763,19 @@ def observe(
     process: Any = None,
     dialect: Any = "auto",
     implementation: str = "native",
+    redact: Callable[[str], str] | bool | None = True,
 ) -> tuple[list[Observation], dict[str, Any]]:
     """Observations for one turn and the resulting state: ``Observer.feed(stdout)`` then
     ``finish(process)``.
 
     ``process`` is the executor's ``ProcessResult`` of a live run, or ``None`` for a replay
-    (then the stream alone decides the ending). ``contract`` must be validated.
+    (then the stream alone decides the ending). ``contract`` must be validated. ``redact`` as
+    for :class:`Observer` (by default a replay hides what a live turn without secret
+    environment values hides: the observations of the same bytes are equal).
     """
-    observer = Observer(contract, request, dialect=dialect, implementation=implementation)
+    observer = Observer(
+        contract, request, dialect=dialect, implementation=implementation, redact=redact
+    )
     if isinstance(stdout, str):
         stdout = stdout.encode("utf-8", "surrogatepass")
     out = observer.feed(stdout)

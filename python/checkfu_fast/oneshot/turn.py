@@ -13,15 +13,21 @@ import contextlib
 import dataclasses
 import os
 import queue
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from .contract import validate_contract
-from .executor import ProcessResult, StagedFile, minimal_environment, run_process
+from .executor import (
+    STDERR_TAIL_BYTES,
+    ProcessResult,
+    StagedFile,
+    make_staging_dir,
+    minimal_environment,
+    remove_staging_dir,
+    run_process,
+)
 from .observe import Observation, Observer
 from .plan import TurnRequest, plan_exchange
 from .redact import redact_bytes, redactor
@@ -90,9 +96,8 @@ class TurnStream:
         self._error: BaseException | None = None
         self._done = False
         self._waker: Callable[[], object] | None = None
-        root = tempfile.mkdtemp(prefix="checkfu-oneshot-")
+        root = make_staging_dir()
         try:
-            os.chmod(root, 0o700)
             exchange = plan_exchange(contract, request, staging_root=root)
             child_env = dict(env) if env is not None else minimal_environment(home=root)
             self._redact = redactor(child_env) if redact else None
@@ -101,7 +106,7 @@ class TurnStream:
                 request,
                 dialect=dialect,
                 implementation=implementation,
-                redact=self._redact,
+                redact=self._redact,  # (None: nothing redacted)
             )
             stdin = exchange["stdin"]
             self._root, self._exchange = root, exchange
@@ -118,7 +123,7 @@ class TurnStream:
                 "env": child_env,
                 "deadline_s": deadline_s,
                 "output_cap": output_cap,
-                "cleanup_dir": root,
+                "cleanup_dir": os.path.dirname(root),  # its private parent
                 **executor_options,
             }
             self._thread = threading.Thread(target=self._work, name="checkfu-turn", daemon=True)
@@ -132,7 +137,7 @@ class TurnStream:
             if getattr(self, "_thread", None) is not None and self._thread.is_alive():
                 self._thread.join()
             else:
-                shutil.rmtree(root, ignore_errors=True)
+                remove_staging_dir(root)
             raise
 
     # -- the worker thread ----------------------------------------------------------------------
@@ -152,17 +157,19 @@ class TurnStream:
     def _work(self) -> None:
         try:
             process = run_process(on_stdout=self._feed, cancel=self._cancel, **self._run_args)
+            if self._redact is not None:  # before the ending quotes the stderr tail
+                message = process.spawn_error_message
+                tail = process.stderr_tail
+                cut = len(tail) >= self._run_args.get("stderr_tail_bytes", STDERR_TAIL_BYTES)
+                process = dataclasses.replace(
+                    process,
+                    stderr_tail=redact_bytes(tail, self._redact, cut=cut),
+                    spawn_error_message=self._redact(message) if message is not None else None,
+                )
             for obs in self._observer.finish(process):
                 self._observations.append(obs)
                 self._put(obs)
             state = self._observer.state
-            if self._redact is not None:
-                message = process.spawn_error_message
-                process = dataclasses.replace(
-                    process,
-                    stderr_tail=redact_bytes(process.stderr_tail, self._redact),
-                    spawn_error_message=self._redact(message) if message is not None else None,
-                )
             exchange = self._exchange
             exchange["stdout"] = process.stdout.decode("utf-8", "replace")
             exchange["resulting_state"] = state
@@ -173,7 +180,7 @@ class TurnStream:
         except BaseException as exc:  # handed to the consumer
             self._error = exc
         finally:
-            shutil.rmtree(self._root, ignore_errors=True)
+            remove_staging_dir(self._root)
             with _LIVE_LOCK:
                 _LIVE.discard(self)
             self._put(_END)

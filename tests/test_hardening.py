@@ -1,0 +1,342 @@
+"""Issue 22, security: containment that holds against a root harness, a probe that a passing
+shortage cannot switch off, staging directories other turns cannot read, removal that survives
+``0o000`` directories, redaction of keys, numbers and a secret cut by the stderr buffer; and
+issue 24's redaction that keeps ids (live == replay). Each case is an attack that worked on
+the main of 2026-12-04."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from checkfu_fast.oneshot import (
+    TurnRequest,
+    minimal_environment,
+    observe,
+    pid_namespace_available,
+    run_turn,
+    stream_turn,
+    validate_contract,
+)
+from checkfu_fast.oneshot.redact import MARK, redact_bytes, redactor
+from livehelp import contract, harness
+
+CONTAINED = pytest.mark.skipif(
+    not pid_namespace_available(), reason="this machine allows no PID namespace"
+)
+PYTHONPATH = os.pathsep.join(p for p in sys.path if p)
+
+
+def run_script(code: str, env: dict[str, str] | None = None, user: int | None = None) -> str:
+    """``code`` in a fresh interpreter (optionally as ``user`` through setpriv); its stdout."""
+    cmd = [sys.executable, "-c", code]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+# -- a root harness cannot leave its namespace's view ---------------------------------------------
+
+ESCAPE_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, {tests!r})
+    from checkfu_fast.oneshot import TurnRequest, minimal_environment, run_turn
+    from livehelp import contract, harness
+    env = minimal_environment({{"RUNNER_PID": str(os.getpid())}})
+    r = run_turn(contract(output_mode="text"), TurnRequest("go"), env=env,
+                 **harness("escape-proc"))
+    with open("/proc/self/oom_score_adj") as f:
+        oom = f.read().strip()
+    print(json.dumps([r.process.containment, r.process.stdout.decode(), oom]))
+    """
+)
+
+
+@CONTAINED
+def test_a_harness_that_unmounts_proc_sees_nothing_of_the_host():
+    """As root (the default containment) the harness could ``umount -l /proc``, see the host's
+    processes, read the runner's environment and make the runner the OOM killer's pick."""
+    secret = "runner-only-secret-3f9a71"
+    code = ESCAPE_SCRIPT.format(tests=str(Path(__file__).parent))
+    containment, stdout, oom = json.loads(run_script(code, env={"CHECKFU_RUNNER_SECRET": secret}))
+    assert containment == "pid_namespace"
+    report = json.loads(stdout)
+    assert report["umount"] is False  # /proc is locked in place
+    assert report["pids"] <= 4  # the namespace only
+    assert secret not in report["environ"]
+    assert report["oom"] != "written" and oom != "1000"
+
+
+@CONTAINED
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root harness's file access needs root")
+def test_a_root_harness_keeps_root_file_access(tmp_path):
+    """The user namespace that locks /proc maps every id: a root harness still reads and writes
+    files of other users (here a 0o600 file owned by nobody) as it did before."""
+    f = tmp_path / "theirs"
+    f.write_text("their content\n")
+    os.chown(f, 65534, 65534)
+    f.chmod(0o600)
+    tmp_path.chmod(0o755)
+    r = run_turn(
+        contract(output_mode="text", entrypoint="/bin/cat", argv=[str(f)]), TurnRequest("go")
+    )
+    assert (r.process.containment, r.process.stdout) == ("pid_namespace", b"their content\n")
+    r = run_turn(
+        contract(output_mode="text", entrypoint="/usr/bin/id", argv=["-u"]), TurnRequest("go")
+    )
+    assert r.process.stdout == b"0\n"
+
+
+# -- the namespace probe ---------------------------------------------------------------------------
+
+SHORTAGE_SCRIPT = textwrap.dedent(
+    """
+    import json, os
+    from checkfu_fast.oneshot import TurnRequest, run_turn
+    contract = {{
+        "image": "x", "entrypoint": "/bin/echo", "protocol": "oneshot-v1", "argv": ["hi"],
+        "prompt_transport": "stdin", "output_mode": "text",
+    }}
+    TurnRequest("warm up")  # imports, no turn: the probe has not run yet
+    fds = []
+    try:
+        while True:
+            fds.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    for fd in fds[len(fds) - {free}:]:
+        os.close(fd)
+    del fds[len(fds) - {free}:]
+    try:
+        first = run_turn(contract, TurnRequest("go"))
+        first = [first.observations[-1]["type"], first.process.spawn_error]
+    except Exception as exc:
+        first = [type(exc).__name__, str(exc)]
+    for fd in fds:
+        os.close(fd)
+    later = run_turn(contract, TurnRequest("go"))
+    print(json.dumps([first, later.process.containment, later.process.stdout.decode()]))
+    """
+)
+
+
+@CONTAINED
+@pytest.mark.parametrize("free", [1, 2, 3, 4])
+def test_a_passing_fd_shortage_does_not_switch_containment_off(free):
+    code = SHORTAGE_SCRIPT.format(free=free)
+    proc = subprocess.run(
+        ["/bin/sh", "-c", f'ulimit -n 256 && exec {sys.executable} -c "$0"', code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, containment, stdout = json.loads(proc.stdout)
+    # the short turn is the host's failure (never a bare OSError) ...
+    assert first in (
+        ["observation.retryable_failure", "host_resources"],
+        ["observation.finished", None],  # (enough room after all)
+    ), first
+    # ... and the next turn is contained again
+    assert (containment, stdout) == ("pid_namespace", "hi\n")
+
+
+# -- staging directories ---------------------------------------------------------------------------
+
+
+def argv_path_contract(**over):
+    return contract(
+        output_mode="text", argv=["{prompt_path}"], prompt_transport="argv_path", **over
+    )
+
+
+@CONTAINED
+def test_a_harness_cannot_read_a_concurrent_turns_prompt(tmp_path):
+    secret = "the other turn's private prompt 5d1c"
+    flag, started = tmp_path / "flag", tmp_path / "started"
+    with stream_turn(
+        argv_path_contract(),
+        TurnRequest(secret),
+        deadline_s=30,
+        **harness("wait-flag", str(flag), str(started)),
+    ) as a:
+        try:
+            for _ in range(500):
+                if started.exists():
+                    break
+                threading.Event().wait(0.02)
+            assert started.exists()
+            b = run_turn(argv_path_contract(), TurnRequest("mine"), **harness("find-prompts"))
+        finally:
+            flag.touch()
+        assert a.result.process.stdout == b"released\n"
+    found = json.loads(b.process.stdout)
+    assert secret not in found
+    assert "mine" in found  # its own prompt (other runners' turns may show up: not ours)
+
+
+def test_staging_dirs_have_a_private_per_turn_parent():
+    seen = []
+    r = run_turn(
+        argv_path_contract(entrypoint="/bin/sh"),
+        TurnRequest("x"),
+        entrypoint_prefix=("-c", 'echo "$PWD"', "sh"),
+    )
+    staging = r.staging_dir
+    seen.append(staging)
+    assert r.process.stdout.decode().strip() == staging
+    parent = os.path.dirname(staging)
+    assert os.path.basename(parent).startswith("checkfu-oneshot-")
+    assert not os.path.exists(staging) and not os.path.exists(parent)  # both removed
+
+
+# -- removal ---------------------------------------------------------------------------------------
+
+LOCKED_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, {tests!r})
+    from checkfu_fast.oneshot import TurnRequest, run_turn
+    from livehelp import STUB, contract
+    def usable(path):
+        try:
+            return os.stat(path) and os.access(path, os.X_OK)
+        except OSError:
+            return False
+    # an interpreter this user may run (the venv's may live under a private home)
+    exe = next(p for p in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")
+               if usable(p))
+    out = []
+    for containment in ("process_group", "auto"):
+        r = run_turn(contract(output_mode="text"), TurnRequest("go"), containment=containment,
+                     entrypoint=exe, entrypoint_prefix=(STUB, "lock-dir"))
+        out.append([r.process.stdout.decode(), os.path.exists(r.staging_dir)])
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None, reason="needs setpriv to drop root"
+)
+def test_a_0o000_directory_does_not_keep_the_staging_dir_alive():
+    """As a non-root runner (root ignores modes: this runs the turn as nobody when root)."""
+    tests = Path(__file__).parent
+    code = LOCKED_SCRIPT.format(tests=str(tests))
+    user = 65534 if os.geteuid() == 0 else None
+    if user is not None and not os.access(sys.executable, os.X_OK):
+        pytest.skip("the interpreter is not usable by nobody")
+    out = json.loads(run_script(code, user=user))
+    assert out == [["locked\n", False], ["locked\n", False]]
+
+
+# -- redaction -------------------------------------------------------------------------------------
+
+
+def test_a_secret_used_as_a_json_key_or_a_number_is_redacted():
+    key, number = "key-secret-value-7f3e", "987654321012"
+    env = minimal_environment({"CHECKFU_KEY": key, "CHECKFU_NUMBER": number})
+    r = run_turn(contract(), TurnRequest("go"), env=env, **harness("secret-tool"))
+    text = json.dumps(r.observations)
+    (use,) = [o for o in r.observations if o["type"] == "observation.tool_use"]
+    assert key not in text and number not in text, use
+    assert use["payload"]["tool_use_id"] == "toolu_01"
+    assert use["payload"]["args"] == {MARK: MARK}
+
+
+def test_redaction_of_keys_numbers_and_collisions():
+    redact = redactor({"A": "first-secret-1", "B": "second-secret-2", "N": "31415926535"})
+    from checkfu_fast.oneshot.redact import redact_deep
+
+    deep = redact_deep(
+        {"first-secret-1": 1, "second-secret-2": 2, "n": 31415926535, "f": 2.5, "t": True}, redact
+    )
+    assert list(deep.values()) == [1, 2, MARK, 2.5, True]  # no value lost to a key collision
+    assert all(MARK in k and "secret" not in k for k in list(deep)[:2])
+
+
+@pytest.mark.parametrize("shown", [18, 8, 3, 1])
+def test_a_secret_cut_by_the_stderr_buffer_is_redacted(shown):
+    secret = "Zq7-secret-of-24-chars!!"
+    assert len(secret) == 24
+    size = 4096
+    r = run_turn(
+        contract(),
+        TurnRequest("go"),
+        env=minimal_environment({"CHECKFU_SECRET": secret}),
+        stderr_tail_bytes=size,
+        **harness("stderr-cut", str(shown), str(size)),
+    )
+    assert len(r.process.stderr_tail) <= size + len(MARK)
+    assert r.process.stderr_tail.startswith(MARK.encode()), r.process.stderr_tail[:40]
+    message = r.observations[-1]["payload"]["error"]["message"]
+    assert secret[-shown:] + "x" not in message
+    assert message.startswith(f"harness exited with status 1: {MARK}x")
+
+
+def test_redact_bytes_hides_a_secret_cut_at_the_start():
+    redact = redactor({"S": "abcdefgh-secret"})
+    assert redact_bytes(b"h-secret and more", redact, cut=True) == MARK.encode() + b" and more"
+    assert redact_bytes(b"h-secret and more", redact) == b"h-secret and more"  # not cut: text
+
+
+TOOL_ID = "call_Ab3|fc_0d54" + "0123456789abcdef" * 3  # a Codex call id: 48 hex digits in it
+
+
+def id_stream() -> bytes:
+    init = {"type": "system", "subtype": "init", "session_id": "s", "tools": ["Bash"]}
+    use = {"type": "tool_use", "id": TOOL_ID, "name": "Bash", "input": {"command": "ls"}}
+    res = {"type": "tool_result", "tool_use_id": TOOL_ID, "content": "a\nb"}
+    lines = [
+        init,
+        {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use]}},
+        {"type": "user", "message": {"role": "user", "content": [res]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "done"},
+    ]
+    return b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+
+
+def test_redaction_keeps_ids_and_live_equals_replay(tmp_path):
+    raw = tmp_path / "stdout"
+    raw.write_bytes(id_stream())
+    c = contract()
+    r = run_turn(c, TurnRequest("go"), **harness("raw", str(raw)))
+    ids = [o["payload"]["tool_use_id"] for o in r.observations if "tool_use_id" in o["payload"]]
+    assert ids == [TOOL_ID, TOOL_ID]
+    replayed, _ = observe(validate_contract(c), TurnRequest("go"), raw.read_bytes())
+    live = r.observations[:-1]
+    assert live == replayed[:-1]  # (the ending of a replay has no process: no wall time)
+
+
+def test_heuristic_rules_only_on_free_text():
+    redact = redactor({})
+    key = "0123456789abcdef" * 4
+    assert redact(f"error: bad key {key}") == f"error: bad key {MARK}"  # free text
+    assert redact.exact(f"call_{key}") == f"call_{key}"  # an id: kept
+    assert redact.exact("sk-ant-api03-" + "Ab1" * 10) == MARK  # a known format: everywhere
+
+
+def test_known_credentials_are_redacted_in_replays_too():
+    stream = id_stream().replace(b'"ls"', b"\"curl -H 'Authorization: Bearer abcdefgh12345'\"")
+    obs, _ = observe(validate_contract(contract()), TurnRequest("go"), stream)
+    (use,) = [o for o in obs if o["type"] == "observation.tool_use"]
+    assert use["payload"]["args"] == {"command": f"curl -H 'Authorization: Bearer {MARK}'"}
+    assert use["payload"]["tool_use_id"] == TOOL_ID
