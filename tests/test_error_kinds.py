@@ -62,6 +62,13 @@ def test_every_needle_classifies_the_same_on_both_paths() -> None:
         ),
         ("shared rollout token budget exhausted", "quota"),
         ("Invalid API key · Fix external API key", "semantic"),
+        # issue 25: cut connections (grok's reqwest stream, undici in Node CLIs)
+        (
+            'Internal error: "reqwest error stream: Transport error: error decoding response body"',
+            "transport",
+        ),
+        ("TypeError: fetch failed", "transport"),
+        ("SocketError: other side closed", "transport"),
     ],
 )
 def test_2026_phrases(message: str, kind: str) -> None:
