@@ -66,7 +66,7 @@ fn ours_normalize(data: &[u8]) -> usize {
                 if let Ok(Some(p)) =
                     _native::normalize::prepare(it.span.bytes(chunk), it.span.total, &b)
                 {
-                    n += _native::normalize::map_line(it.span.position, &p, d)
+                    n += _native::normalize::map_line(it.span.position, 0, &p, d)
                         .events
                         .len();
                 }
@@ -82,7 +82,8 @@ fn ours_normalize(data: &[u8]) -> usize {
 }
 
 fn ours_jsonl(data: &[u8]) -> usize {
-    _native::jsonl::normalize_jsonl(data, None, Budget::default()).map_or(0, |o| o.len())
+    _native::jsonl::normalize_jsonl(data, None, Budget::default(), _native::fields::Sel::ALL)
+        .map_or(0, |o| o.len())
 }
 
 fn serde(data: &[u8]) -> usize {

@@ -12,11 +12,13 @@ fn main() {
     for _ in 0..7 {
         let t = Instant::now();
         if mode == "jsonl" {
-            outlen = _native::jsonl::normalize_jsonl(&data, None, budget).map_or(0, |o| o.len());
+            outlen =
+                _native::jsonl::normalize_jsonl(&data, None, budget, _native::fields::Sel::ALL)
+                    .map_or(0, |o| o.len());
         } else if mode == "reuse" {
             // the same stream into a buffer kept across runs (no fresh pages after the first)
             kept.clear();
-            let mut st = _native::jsonl::Stream::new(None, budget, None);
+            let mut st = _native::jsonl::Stream::new(None, budget, None, _native::fields::Sel::ALL);
             let _ = st
                 .feed(&data, &mut kept)
                 .and_then(|()| st.finish(&mut kept));
@@ -26,7 +28,10 @@ fn main() {
             #[cfg(feature = "arrow")]
             {
                 let mut engine = _native::normalize::Engine::new(None, budget);
-                let mut sink = _native::arrow::ArrowSink::new(_native::arrow::BATCH_ROWS);
+                let mut sink = _native::arrow::ArrowSink::new(
+                    _native::arrow::BATCH_ROWS,
+                    _native::fields::Sel::ALL,
+                );
                 if std::env::var_os("NO_EXPECT").is_none() {
                     sink.expect(data.len());
                 }

@@ -10,17 +10,19 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, LargeStringBuilder, UInt64Builder,
+    BooleanBuilder, Float64Builder, Int64Builder, LargeStringBuilder, TimestampMicrosecondBuilder,
+    UInt64Builder,
 };
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef, TimeUnit};
 
 use crate::budget::OutOfMemory;
-use crate::event::{Event, Num, ToolResult};
+use crate::event::{Event, Num};
+use crate::fields::{self, Field, Sel, Ty, Val, Writer, ALWAYS, FIELDS};
 use crate::jsonl::write_value;
-use crate::normalize::{LineEvents, V};
+use crate::normalize::LineEvents;
 use crate::sink::Sink;
 use crate::text::{write_f64, write_i128, write_str};
 use crate::value::Value;
@@ -58,108 +60,123 @@ impl std::fmt::Display for Failure {
     }
 }
 
-macro_rules! columns {
-    ($($name:ident : $builder:ident = $dt:expr, $nullable:expr;)*) => {
-        /// One builder per column, in schema order.
-        struct Cols {
-            $($name: $builder,)*
-        }
+/// A column's builder.
+enum Col {
+    Str(LargeStringBuilder),
+    U64(UInt64Builder),
+    I64(Int64Builder),
+    F64(Float64Builder),
+    Bool(BooleanBuilder),
+    Time(TimestampMicrosecondBuilder),
+}
 
-        impl Cols {
-            fn new() -> Self {
-                Cols { $($name: $builder::new(),)* }
+impl Col {
+    fn new(dt: &DataType) -> Col {
+        match dt {
+            DataType::UInt64 => Col::U64(UInt64Builder::new()),
+            DataType::Int64 => Col::I64(Int64Builder::new()),
+            DataType::Float64 => Col::F64(Float64Builder::new()),
+            DataType::Boolean => Col::Bool(BooleanBuilder::new()),
+            DataType::Timestamp(..) => {
+                Col::Time(TimestampMicrosecondBuilder::new().with_timezone(UTC))
             }
-
-            fn finish(&mut self) -> Vec<ArrayRef> {
-                vec![$(Arc::new(self.$name.finish()) as ArrayRef,)*]
-            }
+            _ => Col::Str(LargeStringBuilder::new()),
         }
+    }
 
-        /// The schema of every batch (docs/arrow.md).
-        pub fn schema() -> SchemaRef {
-            Arc::new(Schema::new(vec![
-                $(Field::new(stringify!($name), $dt, $nullable),)*
-            ]))
+    /// The cell of an absent value: `false` in a non-null flag column, else null.
+    fn absent(&mut self, nullable: bool) {
+        match self {
+            Col::Str(b) => b.append_null(),
+            Col::U64(b) => b.append_null(),
+            Col::I64(b) => b.append_null(),
+            Col::F64(b) => b.append_null(),
+            Col::Bool(b) if !nullable => b.append_value(false),
+            Col::Bool(b) => b.append_null(),
+            Col::Time(b) => b.append_null(),
         }
-    };
+    }
+
+    fn str(&mut self, s: Option<&str>) {
+        if let Col::Str(b) = self {
+            b.append_option(s);
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Col::Str(b) => Arc::new(b.finish()),
+            Col::U64(b) => Arc::new(b.finish()),
+            Col::I64(b) => Arc::new(b.finish()),
+            Col::F64(b) => Arc::new(b.finish()),
+            Col::Bool(b) => Arc::new(b.finish()),
+            Col::Time(b) => Arc::new(b.finish()),
+        }
+    }
 }
 
 const S: DataType = DataType::LargeUtf8;
+const UTC: &str = "UTC";
 
-columns! {
-    v: LargeStringBuilder = S, false;
-    seq: UInt64Builder = DataType::UInt64, false;
-    position: UInt64Builder = DataType::UInt64, false;
-    dialect: LargeStringBuilder = S, false;
-    kind: LargeStringBuilder = S, false;
-    subtype: LargeStringBuilder = S, false;
-    role: LargeStringBuilder = S, true;
-    text: LargeStringBuilder = S, true;
-    tool_name: LargeStringBuilder = S, true;
-    tool_arguments: LargeStringBuilder = S, true;
-    tool_id: LargeStringBuilder = S, true;
-    tool_is_error: BooleanBuilder = DataType::Boolean, true;
-    error_code: LargeStringBuilder = S, true;
-    error_message: LargeStringBuilder = S, true;
-    error_kind: LargeStringBuilder = S, true;
-    retry_at: LargeStringBuilder = S, true;
-    retry_after_ms: UInt64Builder = DataType::UInt64, true;
-    usage_input_tokens: Int64Builder = DataType::Int64, true;
-    usage_output_tokens: Int64Builder = DataType::Int64, true;
-    usage_cached_tokens: Int64Builder = DataType::Int64, true;
-    usage_cost_usd: Float64Builder = DataType::Float64, true;
-    usage_model: LargeStringBuilder = S, true;
-    usage_unknown: BooleanBuilder = DataType::Boolean, false;
-    usage_json: LargeStringBuilder = S, true;
-    usage_scope: LargeStringBuilder = S, true;
-    message_id: LargeStringBuilder = S, true;
-    delta: BooleanBuilder = DataType::Boolean, false;
-    line_bytes: UInt64Builder = DataType::UInt64, true;
-    encoding: LargeStringBuilder = S, true;
-    stream_bytes: UInt64Builder = DataType::UInt64, true;
-    tool_class: LargeStringBuilder = S, true;
-    provider_tool_name: LargeStringBuilder = S, true;
-    provider_arguments: LargeStringBuilder = S, true;
-    tool_result: LargeStringBuilder = S, true;
-    file_changes: LargeStringBuilder = S, true;
-    subagent_id: LargeStringBuilder = S, true;
-    subagent_phase: LargeStringBuilder = S, true;
-    subagent_name: LargeStringBuilder = S, true;
-    subagent_type: LargeStringBuilder = S, true;
-    subagent_description: LargeStringBuilder = S, true;
-    subagent_prompt: LargeStringBuilder = S, true;
-    subagent_disposition: LargeStringBuilder = S, true;
-    subagent_alias: LargeStringBuilder = S, true;
-    tokens_before: LargeStringBuilder = S, true;
-    tokens_after: LargeStringBuilder = S, true;
-    retry: BooleanBuilder = DataType::Boolean, false;
-    delta_only: BooleanBuilder = DataType::Boolean, false;
-    reasoning_tokens: Int64Builder = DataType::Int64, true;
-    reasoning_tokens_json: LargeStringBuilder = S, true;
-    empty_result: BooleanBuilder = DataType::Boolean, false;
-    answer: BooleanBuilder = DataType::Boolean, false;
-    partial_arguments: LargeStringBuilder = S, true;
-    continuation: BooleanBuilder = DataType::Boolean, false;
-    session_id: LargeStringBuilder = S, true;
-    timestamp: LargeStringBuilder = S, true;
-    parent_tool_use_id: LargeStringBuilder = S, true;
-    native_type: LargeStringBuilder = S, true;
-    model_call_id: LargeStringBuilder = S, true;
-    native_id: LargeStringBuilder = S, true;
-    stop_reason: LargeStringBuilder = S, true;
-    duration_ms: LargeStringBuilder = S, true;
-    has_result_text: BooleanBuilder = DataType::Boolean, false;
-    result_text: LargeStringBuilder = S, true;
-    structured_output: LargeStringBuilder = S, true;
-    repeats_error: BooleanBuilder = DataType::Boolean, false;
-    partial: BooleanBuilder = DataType::Boolean, false;
-    result_joins_messages: BooleanBuilder = DataType::Boolean, false;
-    request_id: LargeStringBuilder = S, true;
-    agent_id: LargeStringBuilder = S, true;
-    sidechain: BooleanBuilder = DataType::Boolean, false;
-    repaired_surrogates: UInt64Builder = DataType::UInt64, true;
-    raw: LargeStringBuilder = S, false;
-    parsed: LargeStringBuilder = S, true;
+/// The columns of one field (docs/arrow.md), appended to `out`: name, type, nullable.
+fn field_columns(f: &Field, parent: Option<&str>, out: &mut Vec<arrow_schema::Field>) {
+    let c = f.column(parent);
+    let nested = parent.is_some();
+    let required = !nested && (ALWAYS.contains(&f.name) || matches!(f.ty, Ty::Raw));
+    let mut col = |name: String, dt: DataType, nullable: bool| {
+        out.push(arrow_schema::Field::new(name, dt, nullable));
+    };
+    match f.ty {
+        Ty::Str | Ty::Text | Ty::Raw => col(c, S, !required),
+        Ty::UInt => col(c, DataType::UInt64, !required),
+        Ty::Bool => col(c, DataType::Boolean, true),
+        Ty::Flag => col(c, DataType::Boolean, false),
+        Ty::Int => {
+            col(c.clone(), DataType::Int64, true);
+            col(format!("{c}_json"), S, true);
+        }
+        Ty::Float => {
+            col(c.clone(), DataType::Float64, true);
+            col(format!("{c}_json"), S, true);
+        }
+        Ty::Time => {
+            let ts = DataType::Timestamp(TimeUnit::Microsecond, Some(UTC.into()));
+            col(c.clone(), ts, true);
+            col(format!("{c}_text"), S, true);
+        }
+        Ty::OptStr => {
+            col(format!("has_{c}"), DataType::Boolean, false);
+            col(c, S, true);
+        }
+        Ty::Json | Ty::List(_) | Ty::Parsed => col(c, S, true),
+        Ty::Obj(sub) => sub.iter().for_each(|s| field_columns(s, Some(&c), out)),
+    }
+}
+
+/// How many columns a field has.
+fn width(ty: Ty) -> usize {
+    match ty {
+        Ty::Int | Ty::Float | Ty::Time | Ty::OptStr => 2,
+        Ty::Obj(sub) => sub.iter().map(|s| width(s.ty)).sum(),
+        _ => 1,
+    }
+}
+
+/// The schema of the batches of projection `sel` (docs/arrow.md): the columns of each selected
+/// field of [`FIELDS`], in order.
+pub fn schema_for(sel: Sel) -> SchemaRef {
+    let mut cols = Vec::new();
+    for (i, f) in FIELDS.iter().enumerate() {
+        if sel.has(i) {
+            field_columns(f, None, &mut cols);
+        }
+    }
+    Arc::new(Schema::new(cols))
+}
+
+/// The schema of every field ([`schema_for`] of [`Sel::ALL`]).
+pub fn schema() -> SchemaRef {
+    schema_for(Sel::ALL)
 }
 
 /// The text of JSON the writers produced (always UTF-8; `None` would be a writer bug).
@@ -167,18 +184,26 @@ fn utf8(b: &[u8]) -> Option<&str> {
     simdutf8::basic::from_utf8(b).ok()
 }
 
-/// A usage count as an int64 cell: an integer in range, or an integral float in range.
-fn count_cell(n: Option<Num>) -> (Option<i64>, bool) {
+/// A count as an int64 cell, and whether that cell is the exact value (else the value's JSON
+/// text goes beside it): an integer in range, or an integral float in range (not exact).
+fn count_cell(n: Num) -> (Option<i64>, bool) {
     match n {
-        None => (None, true),
-        Some(Num::Int(i)) => match i64::try_from(i) {
+        Num::Int(i) => match i64::try_from(i) {
             Ok(i) => (Some(i), true),
             Err(_) => (None, false),
         },
-        Some(Num::Float(f)) => {
-            let exact = f.fract() == 0.0 && f.abs() < 9.0e18;
-            (exact.then_some(f as i64), false)
+        Num::Float(f) => {
+            let integral = f.fract() == 0.0 && f.abs() < 9.0e18;
+            (integral.then_some(f as i64), false)
         }
+    }
+}
+
+fn value_num(v: &Value<'_>) -> Option<Num> {
+    match v {
+        Value::Int(i) => Some(Num::Int(i128::from(*i))),
+        Value::Float(f) => Some(Num::Float(*f)),
+        _ => None,
     }
 }
 
@@ -189,10 +214,96 @@ fn write_num(out: &mut Vec<u8>, n: Num) {
     }
 }
 
+/// An RFC 3339 / ISO 8601 date-time (`YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM|±HHMM]`, `T`
+/// or a space; no zone: UTC) as microseconds since the epoch; `None` when it is not one.
+pub fn timestamp_micros(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let d = b.get(from..from + len)?;
+        d.iter().try_fold(0i64, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let sep = |at: usize, c: &[u8]| b.get(at).is_some_and(|x| c.contains(x));
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let month_days = *days_in.get(usize::try_from(mo - 1).ok()?)?;
+    if !(1..=12).contains(&mo) || !(1..=month_days).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut at = 19;
+    let mut micros = 0i64;
+    if sep(at, b".,") {
+        at += 1;
+        let digits = b
+            .get(at..)?
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        let frac = num(at, digits.min(6))?;
+        micros = frac * 10i64.pow(6 - digits.min(6) as u32);
+        at += digits;
+    }
+    let offset_s = match b.get(at..) {
+        None | Some([]) => 0,
+        Some([b'Z' | b'z']) => 0,
+        Some([sign @ (b'+' | b'-'), rest @ ..]) => {
+            let (oh, om) = match rest {
+                [_, _, b':', _, _] => (num(at + 1, 2)?, num(at + 4, 2)?),
+                [_, _, _, _] => (num(at + 1, 2)?, num(at + 3, 2)?),
+                [_, _] => (num(at + 1, 2)?, 0),
+                _ => return None,
+            };
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = oh * 3600 + om * 60;
+            if *sign == b'-' {
+                -o
+            } else {
+                o
+            }
+        }
+        _ => return None,
+    };
+    // days from the civil date (Howard Hinnant's algorithm)
+    let yy = if mo <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_s;
+    secs.checked_mul(1_000_000)?.checked_add(micros)
+}
+
 /// The Arrow [`Sink`]: finished batches in `batches`.
 pub struct ArrowSink {
-    cols: Cols,
+    cols: Vec<Col>,
+    nullable: Vec<bool>,
     schema: SchemaRef,
+    sel: Sel,
     rows: usize,
     bytes: usize,
     batch_rows: usize,
@@ -203,13 +314,29 @@ pub struct ArrowSink {
     /// input bytes still expected ([`ArrowSink::expect`]), and seen since the last cut
     expected: usize,
     seen: usize,
+    /// the `raw` and `parsed` columns, when selected
+    raw_col: Option<usize>,
+    parsed_col: Option<usize>,
 }
 
 impl ArrowSink {
-    pub fn new(batch_rows: usize) -> Self {
+    pub fn new(batch_rows: usize, sel: Sel) -> Self {
+        let schema = schema_for(sel);
+        let cols = schema
+            .fields()
+            .iter()
+            .map(|f| Col::new(f.data_type()))
+            .collect();
+        let nullable = schema.fields().iter().map(|f| f.is_nullable()).collect();
+        let find = |name: &str| schema.fields().iter().position(|f| f.name() == name);
+        let (raw_col, parsed_col) = (find("raw"), find("parsed"));
         ArrowSink {
-            cols: Cols::new(),
-            schema: schema(),
+            cols,
+            nullable,
+            sel,
+            raw_col,
+            parsed_col,
+            schema,
             rows: 0,
             bytes: 0,
             batch_rows: batch_rows.max(1),
@@ -240,8 +367,11 @@ impl ArrowSink {
             .min(BATCH_BYTES);
         let rows = (bytes / 256).min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
-            self.cols.raw = LargeStringBuilder::with_capacity(rows, bytes);
-            self.cols.parsed = LargeStringBuilder::with_capacity(rows, bytes);
+            for i in [self.raw_col, self.parsed_col].into_iter().flatten() {
+                if let Some(c) = self.cols.get_mut(i) {
+                    *c = Col::Str(LargeStringBuilder::with_capacity(rows, bytes));
+                }
+            }
         }
     }
 
@@ -250,7 +380,8 @@ impl ArrowSink {
         if self.rows == 0 {
             return Ok(());
         }
-        let batch = RecordBatch::try_new(self.schema.clone(), self.cols.finish())?;
+        let arrays = self.cols.iter_mut().map(Col::finish).collect();
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
         self.rows = 0;
@@ -266,231 +397,165 @@ impl ArrowSink {
         self.flush()?;
         Ok(self.batches)
     }
+}
 
-    /// A JSON text cell from `write` (into the scratch buffer).
-    fn json_cell(json: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> Option<&str> {
-        json.clear();
-        write(json);
-        utf8(json)
+/// The Arrow [`Writer`]: one row, the selected fields' columns in order from `k`.
+struct RowWriter<'w, 'r> {
+    cols: &'w mut [Col],
+    nullable: &'w [bool],
+    k: usize,
+    json: &'w mut Vec<u8>,
+    rec: &'w LineEvents<'r>,
+    parsed: Option<&'w str>,
+}
+
+impl RowWriter<'_, '_> {
+    fn col(&mut self) -> Option<&mut Col> {
+        let k = self.k;
+        self.k += 1;
+        self.cols.get_mut(k)
     }
 
-    fn event(&mut self, ev: &Event<'_>, rec: &LineEvents<'_>, seq: u64, parsed: Option<&str>) {
-        let c = &mut self.cols;
-        let json = &mut self.json;
-        c.v.append_value(V);
-        c.seq.append_value(seq);
-        c.position.append_value(rec.position);
-        c.dialect.append_value(rec.dialect);
-        c.kind.append_value(ev.kind);
-        c.subtype.append_value(&ev.subtype);
-        c.role.append_option(ev.role);
-        c.text.append_option(ev.text.as_deref());
-        let tool = ev.tool.as_ref();
-        c.tool_name.append_option(tool.map(|t| t.name.as_ref()));
-        let args = tool.and_then(|t| t.arguments);
-        c.tool_arguments
-            .append_option(args.and_then(|a| Self::json_cell(json, |o| write_value(o, a))));
-        c.tool_id.append_option(tool.and_then(|t| t.id));
-        c.tool_is_error.append_option(tool.and_then(|t| t.is_error));
-        let err = ev.error.as_ref();
-        c.error_code.append_option(err.map(|e| e.code.as_ref()));
-        c.error_message
-            .append_option(err.map(|e| e.message.as_ref()));
-        c.error_kind.append_option(err.map(|e| e.kind));
-        c.retry_at.append_option(ev.retry_at.as_deref());
-        c.retry_after_ms.append_option(ev.retry_after_ms);
-        match &ev.usage {
-            Some(u) => {
-                let (input, a) = count_cell(u.input);
-                let (output, b) = count_cell(u.output);
-                let (cached, d) = count_cell(u.cached);
-                c.usage_input_tokens.append_option(input);
-                c.usage_output_tokens.append_option(output);
-                c.usage_cached_tokens.append_option(cached);
-                let (cost, e) = match u.cost {
-                    None => (None, true),
-                    Some(Num::Float(f)) => (Some(f), true),
-                    Some(Num::Int(i)) => (Some(i as f64), false),
-                };
-                c.usage_cost_usd.append_option(cost);
-                c.usage_model.append_value(&u.model);
-                c.usage_unknown.append_value(u.unknown);
-                if a && b && d && e {
-                    c.usage_json.append_null();
-                } else {
-                    // the typed cells lose an int/float distinction or a big integer: the
-                    // exact object, as the JSONL writer writes it
-                    let cell = Self::json_cell(json, |o| {
-                        o.push(b'{');
-                        let mut first = true;
-                        let fields = [
-                            ("inputTokens", u.input),
-                            ("outputTokens", u.output),
-                            ("cachedTokens", u.cached),
-                            ("costUsd", u.cost),
-                        ];
-                        for (k, n) in fields {
-                            if let Some(n) = n {
-                                if !first {
-                                    o.push(b',');
-                                }
-                                first = false;
-                                write_str(o, k);
-                                o.push(b':');
-                                write_num(o, n);
-                            }
-                        }
-                        if !first {
-                            o.push(b',');
-                        }
-                        o.extend_from_slice(b"\"model\":");
-                        write_str(o, &u.model);
-                        if u.unknown {
-                            o.extend_from_slice(b",\"unknown\":true");
-                        }
-                        o.push(b'}');
-                    });
-                    c.usage_json.append_option(cell);
-                }
-            }
-            None => {
-                c.usage_input_tokens.append_null();
-                c.usage_output_tokens.append_null();
-                c.usage_cached_tokens.append_null();
-                c.usage_cost_usd.append_null();
-                c.usage_model.append_null();
-                c.usage_unknown.append_value(false);
-                c.usage_json.append_null();
+    /// A JSON text cell from `write` (into the scratch buffer).
+    fn json_cell(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.json.clear();
+        write(self.json);
+        let k = self.k;
+        self.k += 1;
+        if let Some(c) = self.cols.get_mut(k) {
+            c.str(utf8(self.json));
+        }
+    }
+
+    /// A count or float: the typed cell and, when it is not the exact value, the JSON text.
+    fn number(&mut self, v: Val<'_>, float: bool) {
+        let n = match v {
+            Val::Num(n) => Some(n),
+            Val::Json(v) => value_num(v),
+            _ => None,
+        };
+        let exact = match (n, float) {
+            (Some(Num::Float(_)), true) => true,
+            (Some(n), false) => count_cell(n).1,
+            _ => false,
+        };
+        match (self.col(), n) {
+            (Some(Col::I64(b)), Some(n)) => b.append_option(count_cell(n).0),
+            (Some(Col::F64(b)), Some(Num::Float(f))) => b.append_value(f),
+            (Some(Col::F64(b)), Some(Num::Int(i))) => b.append_value(i as f64),
+            (Some(c), _) => c.absent(true),
+            (None, _) => {}
+        }
+        match v {
+            _ if exact => self.json_cell_null(),
+            Val::Num(n) => self.json_cell(|o| write_num(o, n)),
+            Val::Json(v) => self.json_cell(|o| write_value(o, v)),
+            _ => self.json_cell_null(),
+        }
+    }
+
+    fn json_cell_null(&mut self) {
+        if let Some(c) = self.col() {
+            c.str(None);
+        }
+    }
+
+    fn absent(&mut self, ty: Ty) {
+        for _ in 0..width(ty) {
+            let k = self.k;
+            self.k += 1;
+            let nullable = self.nullable.get(k).copied().unwrap_or(true);
+            if let Some(c) = self.cols.get_mut(k) {
+                c.absent(nullable);
             }
         }
-        c.usage_scope.append_option(ev.usage_scope);
-        c.message_id.append_option(ev.message_id);
-        c.delta.append_value(ev.delta);
-        c.line_bytes.append_option(ev.line_bytes);
-        c.encoding.append_option(ev.encoding);
-        c.stream_bytes.append_option(ev.stream_bytes);
-        let x = ev.extra.as_deref();
-        c.tool_class.append_option(x.and_then(|x| x.tool_class));
-        c.provider_tool_name
-            .append_option(x.and_then(|x| x.provider_tool_name.as_deref()));
-        c.provider_arguments.append_option(
-            x.and_then(|x| x.provider_arguments.as_ref())
-                .and_then(|a| Self::json_cell(json, |o| write_value(o, a))),
-        );
-        c.tool_result
-            .append_option(match x.and_then(|x| x.tool_result.as_ref()) {
-                Some(ToolResult::Value(v)) => Self::json_cell(json, |o| write_value(o, v)),
-                Some(ToolResult::Text) => {
-                    let t = ev.text.as_deref().unwrap_or("");
-                    match rec.string_json(t) {
-                        Some(copied) => Some(copied),
-                        None => Self::json_cell(json, |o| write_str(o, t)),
+    }
+}
+
+impl Writer for RowWriter<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), Self::Error> {
+        let Some(v) = v else {
+            self.absent(f.ty);
+            return Ok(());
+        };
+        match (f.ty, v) {
+            (Ty::Int, v) => self.number(v, false),
+            (Ty::Float, v) => self.number(v, true),
+            (Ty::Time, Val::Str(s)) => {
+                if let Some(Col::Time(b)) = self.col() {
+                    b.append_option(timestamp_micros(s));
+                }
+                if let Some(c) = self.col() {
+                    c.str(Some(s));
+                }
+            }
+            (Ty::OptStr, v) => {
+                if let Some(Col::Bool(b)) = self.col() {
+                    b.append_value(true);
+                }
+                if let Some(c) = self.col() {
+                    c.str(match v {
+                        Val::Str(s) => Some(s),
+                        _ => None,
+                    });
+                }
+            }
+            (_, Val::Obj(o)) => {
+                let _ = o.walk(self);
+            }
+            (_, Val::Json(v) | Val::Args(v)) => self.json_cell(|o| write_value(o, v)),
+            (_, Val::SameAsText(t)) => match self.rec.string_json(t) {
+                Some(copied) => {
+                    if let Some(c) = self.col() {
+                        c.str(Some(copied));
                     }
                 }
-                None => None,
-            });
-        let changes = x.map(|x| x.file_changes.as_slice()).unwrap_or_default();
-        c.file_changes.append_option(if changes.is_empty() {
-            None
-        } else {
-            Self::json_cell(json, |o| {
+                None => self.json_cell(|o| write_str(o, t)),
+            },
+            (_, Val::Changes(changes)) => self.json_cell(|o| {
                 o.push(b'[');
-                for (i, (event, path, diff)) in changes.iter().enumerate() {
+                for (i, c) in changes.iter().enumerate() {
                     if i > 0 {
                         o.push(b',');
                     }
-                    o.extend_from_slice(b"{\"event\":");
-                    write_str(o, event);
-                    o.extend_from_slice(b",\"path\":");
-                    write_str(o, path);
-                    if let Some(diff) = diff {
-                        o.extend_from_slice(b",\"diff\":");
-                        write_str(o, diff);
-                    }
-                    o.push(b'}');
+                    crate::jsonl::write_object(o, fields::Obj::Change(c));
                 }
                 o.push(b']');
-            })
-        });
-        let sub = x.and_then(|x| x.subagent.as_ref());
-        c.subagent_id.append_option(sub.map(|s| s.id.as_ref()));
-        c.subagent_phase.append_option(sub.map(|s| s.phase));
-        c.subagent_name
-            .append_option(sub.and_then(|s| s.name.as_deref()));
-        c.subagent_type
-            .append_option(sub.and_then(|s| s.kind.as_deref()));
-        c.subagent_description
-            .append_option(sub.and_then(|s| s.description.as_deref()));
-        c.subagent_prompt
-            .append_option(sub.and_then(|s| s.prompt.as_deref()));
-        c.subagent_disposition
-            .append_option(sub.and_then(|s| s.disposition));
-        c.subagent_alias.append_option(sub.and_then(|s| s.alias));
-        c.tokens_before.append_option(
-            x.and_then(|x| x.tokens_before)
-                .and_then(|v| Self::json_cell(json, |o| write_value(o, v))),
-        );
-        c.tokens_after.append_option(
-            x.and_then(|x| x.tokens_after)
-                .and_then(|v| Self::json_cell(json, |o| write_value(o, v))),
-        );
-        c.retry.append_value(x.is_some_and(|x| x.retry));
-        c.delta_only.append_value(x.is_some_and(|x| x.delta_only));
-        let reasoning = x.and_then(|x| x.reasoning_tokens);
-        // an integer in the int64 cell; any other value (a float count) also as exact JSON text
-        let (count, exact) = match reasoning {
-            Some(Value::Int(i)) => (Some(*i), true),
-            Some(Value::Float(f)) => count_cell(Some(Num::Float(*f))),
-            Some(_) => (None, false),
-            None => (None, true),
-        };
-        c.reasoning_tokens.append_option(count);
-        c.reasoning_tokens_json.append_option(match reasoning {
-            Some(v) if !exact => Self::json_cell(json, |o| write_value(o, v)),
-            _ => None,
-        });
-        c.empty_result
-            .append_value(x.is_some_and(|x| x.empty_result));
-        c.answer.append_value(x.is_some_and(|x| x.answer));
-        c.partial_arguments
-            .append_option(x.and_then(|x| x.partial_arguments));
-        c.continuation
-            .append_value(x.is_some_and(|x| x.continuation));
-        let m = &rec.meta;
-        c.session_id.append_option(m.session_id);
-        c.timestamp.append_option(m.timestamp);
-        c.parent_tool_use_id.append_option(m.parent_tool_use_id);
-        c.native_type.append_option(m.native_type);
-        c.model_call_id.append_option(m.model_call_id);
-        c.native_id.append_option(m.native_id);
-        c.stop_reason.append_option(m.stop_reason);
-        c.duration_ms.append_option(
-            m.duration_ms
-                .and_then(|v| Self::json_cell(json, |o| write_value(o, v))),
-        );
-        c.has_result_text.append_value(m.result_text.is_some());
-        c.result_text.append_option(m.result_text.flatten());
-        c.structured_output.append_option(
-            m.structured_output
-                .and_then(|v| Self::json_cell(json, |o| write_value(o, v))),
-        );
-        c.repeats_error.append_value(m.repeats_error);
-        c.partial.append_value(m.partial);
-        c.result_joins_messages
-            .append_value(m.result_joins_messages);
-        c.request_id.append_option(m.request_id);
-        c.agent_id.append_option(m.agent_id);
-        c.sidechain.append_value(m.sidechain);
-        c.repaired_surrogates
-            .append_option((rec.repairs > 0).then_some(rec.repairs as u64));
-        c.raw.append_value(rec.raw);
-        c.parsed.append_option(parsed);
+            }),
+            (_, Val::Parsed) => {
+                let parsed = self.parsed;
+                if let Some(c) = self.col() {
+                    c.str(parsed);
+                }
+            }
+            (_, Val::Null) => self.absent(f.ty),
+            (_, Val::Str(s) | Val::Text(s) | Val::Raw(s)) => {
+                if let Some(c) = self.col() {
+                    c.str(Some(s));
+                }
+            }
+            (_, Val::UInt(n)) => {
+                if let Some(Col::U64(b)) = self.col() {
+                    b.append_value(n);
+                }
+            }
+            (_, Val::Bool(x)) => {
+                if let Some(Col::Bool(b)) = self.col() {
+                    b.append_value(x);
+                }
+            }
+            (_, Val::Num(n)) => self.json_cell(|o| write_num(o, n)),
+        }
+        Ok(())
     }
 }
 
 /// Text bytes an event adds to the batch, roughly (the cut of [`BATCH_BYTES`]).
-fn event_bytes(ev: &Event<'_>, rec: &LineEvents<'_>, parsed: usize) -> usize {
-    rec.raw.len() + parsed + ev.text.as_ref().map_or(0, |t| t.len()) + 256
+fn event_bytes(ev: &Event<'_>, rec: &LineEvents<'_>, parsed: usize, sel: Sel) -> usize {
+    let raw = if sel.is_all() { rec.raw.len() } else { 0 };
+    raw + parsed + ev.text.as_ref().map_or(0, |t| t.len()) + 256
 }
 
 impl Sink for ArrowSink {
@@ -502,6 +567,7 @@ impl Sink for ArrowSink {
         parsed.clear();
         // a canonical line is its own `parsed` JSON
         let text = match (rec.parsed_text, rec.parsed) {
+            _ if self.parsed_col.is_none() => None,
             (Some(t), _) => Some(t),
             (None, Some(v)) => {
                 write_value(&mut parsed, v);
@@ -510,11 +576,19 @@ impl Sink for ArrowSink {
             (None, None) => None,
         };
         for ev in &rec.events {
-            let add = event_bytes(ev, rec, text.map_or(0, str::len));
+            let add = event_bytes(ev, rec, text.map_or(0, str::len), self.sel);
             if self.rows >= self.batch_rows || (self.rows > 0 && self.bytes + add > BATCH_BYTES) {
                 self.flush()?;
             }
-            self.event(ev, rec, *seq, text);
+            let mut w = RowWriter {
+                cols: &mut self.cols,
+                nullable: &self.nullable,
+                k: 0,
+                json: &mut self.json,
+                rec,
+                parsed: text,
+            };
+            let _ = fields::event(&mut w, self.sel, ev, rec, *seq);
             self.rows += 1;
             self.bytes += add;
             *seq += 1;
@@ -564,6 +638,11 @@ pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch
             DataType::Boolean => {
                 let mut b = BooleanBuilder::with_capacity(rows);
                 parts.for_each(|a| b.extend(a.as_boolean()));
+                Arc::new(b.finish())
+            }
+            DataType::Timestamp(..) => {
+                let mut b = TimestampMicrosecondBuilder::with_capacity(rows).with_timezone(UTC);
+                parts.for_each(|a| b.extend(a.as_primitive::<TimestampMicrosecondType>()));
                 Arc::new(b.finish())
             }
             other => {

@@ -18,8 +18,9 @@ use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
-use crate::event::{Event, Extra, Num, ToolResult};
-use crate::normalize::{Engine, LineEvents, V};
+use crate::event::{Event, Num};
+use crate::fields::{self, Field, Sel, Ty, Val, Writer};
+use crate::normalize::{Engine, LineEvents};
 use crate::parse::{StrSpan, SPAN_MIN};
 use crate::sink::{self, Sink};
 use crate::text::{write_f64, write_i128, write_str, write_u64};
@@ -164,21 +165,27 @@ fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
     }
 }
 
-/// An object being written: `"key":value` pairs separated by commas. Keys are static ASCII
-/// identifiers (no escaping needed).
-struct Obj<'o> {
+/// The JSONL [`Writer`]: `"key":value` pairs of one event into `out`; nested objects open
+/// and close as the walk reaches them. Keys are static ASCII identifiers (no escaping needed).
+struct JsonWriter<'o, 'p> {
     out: &'o mut Vec<u8>,
     first: bool,
+    /// the line's `parsed` JSON and the parts of it the events repeat
+    shared: &'p Shared,
+    parsed: &'p [u8],
+    /// the line's `raw` as a JSON string
+    raw: &'p [u8],
+    /// where the event's `text` JSON lies in `out`, for a `toolResult` that repeats it
+    text_json: Option<std::ops::Range<usize>>,
+    /// a projection: trees (`Ty::Json`, `parsed`) as the JSON text of their value, so each key
+    /// keeps one JSON type across a file
+    projected: bool,
+    scratch: &'p mut Vec<u8>,
 }
 
-impl<'o> Obj<'o> {
-    fn open(out: &'o mut Vec<u8>) -> Self {
-        out.push(b'{');
-        Obj { out, first: true }
-    }
-
-    /// Start a pair; returns the buffer for the value.
-    fn key(&mut self, k: &str) -> &mut Vec<u8> {
+impl JsonWriter<'_, '_> {
+    #[inline]
+    fn key(&mut self, k: &str) {
         if !self.first {
             self.out.push(b',');
         }
@@ -186,343 +193,210 @@ impl<'o> Obj<'o> {
         self.out.push(b'"');
         self.out.extend_from_slice(k.as_bytes());
         self.out.extend_from_slice(b"\":");
-        self.out
     }
 
-    fn str(&mut self, k: &str, s: &str) {
-        write_str(self.key(k), s);
+    /// JSON already written as text: as it is, or (a projected tree) as a JSON string of it.
+    fn tree(&mut self, json: &[u8]) {
+        if self.projected {
+            write_str(
+                self.out,
+                simdutf8::basic::from_utf8(json).unwrap_or_default(),
+            );
+        } else {
+            self.out.extend_from_slice(json);
+        }
     }
 
-    fn u64(&mut self, k: &str, n: u64) {
-        write_u64(self.key(k), n);
+    fn value(&mut self, v: &Value<'_>) {
+        if self.projected {
+            let mut scratch = std::mem::take(self.scratch);
+            scratch.clear();
+            write_value(&mut scratch, v);
+            self.tree(&scratch);
+            *self.scratch = scratch;
+        } else {
+            write_value(self.out, v);
+        }
     }
 
-    fn num(&mut self, k: &str, n: Num) {
-        write_num(self.key(k), n);
-    }
-
-    fn bool(&mut self, k: &str, b: bool) {
-        self.key(k)
-            .extend_from_slice(if b { b"true" } else { b"false" });
-    }
-
-    fn value(&mut self, k: &str, v: &Value<'_>) {
-        write_value(self.key(k), v);
-    }
-
-    /// A value already written as JSON text.
-    fn json(&mut self, k: &str, text: &[u8]) {
-        self.key(k).extend_from_slice(text);
-    }
-
-    fn close(self) {
+    fn object(&mut self, o: fields::Obj<'_>) {
+        self.out.push(b'{');
+        let first = std::mem::replace(&mut self.first, true);
+        let _ = o.walk(self);
+        self.first = first;
         self.out.push(b'}');
     }
 }
 
-/// The fields of one event dict, in `convert.rs` (`event`) order, up to and excluding `raw`.
-/// Each line names its `convert.rs` counterpart; keep the two in step.
-/// `pre` is the line's `parsed` JSON and `shared` the parts of it the events repeat.
-fn write_event(
-    o: &mut Obj<'_>,
-    ev: &Event<'_>,
-    rec: &LineEvents<'_>,
-    seq: u64,
-    pre: (&Shared, &[u8]),
-) {
-    let (shared, parsed) = pre;
-    o.str("v", V); // d.set_item("v", V)
-    o.u64("seq", seq); // d.set_item("seq", seq)
-    o.u64("position", rec.position); // d.set_item("position", rec.position)
-    o.str("dialect", rec.dialect); // d.set_item("dialect", dialect)
-    o.str("kind", ev.kind); // d.set_item("kind", ev.kind)
-    o.str("subtype", &ev.subtype); // d.set_item("subtype", ev.subtype)
-    if let Some(role) = ev.role {
-        o.str("role", role); // d.set_item("role", role)
-    }
-    // where the text's JSON lies in the output, for `toolResult` (the same string again)
-    let mut text_json = None;
-    if let Some(text) = &ev.text {
-        let start = o.key("text").len();
-        match shared.get((text.as_ptr() as usize, text.len()), parsed) {
-            Some(json) => o.out.extend_from_slice(json), // d.set_item("text", shared obj)
-            None => write_str(o.out, text),              // d.set_item("text", text)
-        }
-        text_json = Some(start..o.out.len());
-    }
-    if let Some(tool) = &ev.tool {
-        let mut t = Obj::open(o.key("tool")); // d.set_item("tool", t)
-        t.str("name", &tool.name); // t.set_item("name", tool.name)
-        if let Some(args) = tool.arguments {
-            match shared.get((std::ptr::from_ref(args) as usize, 0), parsed) {
-                Some(json) => t.json("arguments", json), // t.set_item("arguments", obj)
-                None => t.value("arguments", args),      // t.set_item("arguments", value(args))
+impl Writer for JsonWriter<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    #[inline]
+    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), Self::Error> {
+        let Some(v) = v else {
+            return Ok(());
+        };
+        self.key(f.name);
+        match v {
+            Val::Str(s) => write_str(self.out, s),
+            Val::Text(text) => {
+                let start = self.out.len();
+                match self
+                    .shared
+                    .get((text.as_ptr() as usize, text.len()), self.parsed)
+                {
+                    Some(json) => self.out.extend_from_slice(json),
+                    None => write_str(self.out, text),
+                }
+                self.text_json = Some(start..self.out.len());
+            }
+            Val::UInt(n) => write_u64(self.out, n),
+            Val::Bool(b) => self
+                .out
+                .extend_from_slice(if b { b"true" } else { b"false" }),
+            Val::Num(n) => write_num(self.out, n),
+            Val::Null => self.out.extend_from_slice(b"null"),
+            Val::Json(v) if matches!(f.ty, Ty::Json) => self.value(v),
+            Val::Json(v) => write_value(self.out, v),
+            Val::Args(args) => {
+                match self
+                    .shared
+                    .get((std::ptr::from_ref(args) as usize, 0), self.parsed)
+                {
+                    Some(json) => self.tree(json),
+                    None => self.value(args),
+                }
+            }
+            Val::SameAsText(text) => match self.text_json.clone() {
+                Some(r) if !self.projected => self.out.extend_from_within(r),
+                Some(r) => {
+                    let mut scratch = std::mem::take(self.scratch);
+                    scratch.clear();
+                    scratch.extend_from_slice(self.out.get(r).unwrap_or_default());
+                    self.tree(&scratch);
+                    *self.scratch = scratch;
+                }
+                None => {
+                    let mut scratch = std::mem::take(self.scratch);
+                    scratch.clear();
+                    write_str(&mut scratch, text);
+                    self.tree(&scratch);
+                    *self.scratch = scratch;
+                }
+            },
+            Val::Obj(o) => self.object(o),
+            Val::Changes(changes) => {
+                self.out.push(b'[');
+                for (i, c) in changes.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.object(fields::Obj::Change(c));
+                }
+                self.out.push(b']');
+            }
+            Val::Raw(_) => self.out.extend_from_slice(self.raw),
+            Val::Parsed => {
+                let parsed = self.parsed;
+                self.tree(parsed);
             }
         }
-        if let Some(id) = tool.id {
-            t.str("id", id); // t.set_item("id", id)
-        }
-        if let Some(e) = tool.is_error {
-            t.bool("isError", e); // t.set_item("isError", e)
-        }
-        t.close();
-    }
-    if let Some(err) = &ev.error {
-        let mut e = Obj::open(o.key("error")); // d.set_item("error", e)
-        e.str("code", &err.code); // e.set_item("code", err.code)
-        e.str("message", &err.message); // e.set_item("message", err.message)
-        e.str("errorKind", err.kind); // e.set_item("errorKind", err.kind)
-        e.close();
-    }
-    if let Some(t) = &ev.retry_at {
-        o.str("retryAt", t); // d.set_item("retryAt", t)
-    }
-    if let Some(ms) = ev.retry_after_ms {
-        o.u64("retryAfterMs", ms); // d.set_item("retryAfterMs", ms)
-    }
-    if let Some(u) = &ev.usage {
-        let mut e = Obj::open(o.key("usage")); // d.set_item("usage", e)
-        if let Some(n) = u.input {
-            e.num("inputTokens", n); // e.set_item("inputTokens", num(n))
-        }
-        if let Some(n) = u.output {
-            e.num("outputTokens", n); // e.set_item("outputTokens", num(n))
-        }
-        if let Some(n) = u.cached {
-            e.num("cachedTokens", n); // e.set_item("cachedTokens", num(n))
-        }
-        if let Some(n) = u.cost {
-            e.num("costUsd", n); // e.set_item("costUsd", num(n))
-        }
-        e.str("model", &u.model); // e.set_item("model", u.model)
-        if u.unknown {
-            e.bool("unknown", true); // e.set_item("unknown", true)
-        }
-        e.close();
-    }
-    if let Some(scope) = ev.usage_scope {
-        o.str("usageScope", scope); // d.set_item("usageScope", scope)
-    }
-    if let Some(id) = ev.message_id {
-        o.str("messageId", id); // d.set_item("messageId", id)
-    }
-    if ev.delta {
-        o.bool("delta", true); // d.set_item("delta", true)
-    }
-    if let Some(n) = ev.line_bytes {
-        o.bool("truncated", true); // d.set_item("truncated", true)
-        o.u64("lineBytes", n); // d.set_item("lineBytes", n)
-    }
-    if let Some(s) = ev.encoding {
-        o.str("encoding", s); // d.set_item("encoding", s)
-    }
-    if let Some(n) = ev.stream_bytes {
-        o.u64("streamBytes", n); // d.set_item("streamBytes", n)
-    }
-    if let Some(x) = &ev.extra {
-        write_extra(o, ev, x, text_json); // extra(py, x, &d, keys)
-    }
-    if let Some(s) = rec.meta.session_id {
-        o.str("sessionId", s); // d.set_item("sessionId", s)
-    }
-    if let Some(s) = rec.meta.timestamp {
-        o.str("timestamp", s); // d.set_item("timestamp", s)
-    }
-    if let Some(s) = rec.meta.parent_tool_use_id {
-        o.str("parentToolUseId", s); // d.set_item("parentToolUseId", s)
-    }
-    if let Some(s) = rec.meta.native_type {
-        o.str("nativeType", s); // d.set_item("nativeType", s)
-    }
-    let m = &rec.meta;
-    if let Some(s) = m.model_call_id {
-        o.str("modelCallId", s); // d.set_item("modelCallId", s)
-    }
-    if let Some(s) = m.native_id {
-        o.str("nativeId", s); // d.set_item("nativeId", s)
-    }
-    if let Some(s) = m.stop_reason {
-        o.str("stopReason", s); // d.set_item("stopReason", s)
-    }
-    if let Some(v) = m.duration_ms {
-        o.value("durationMs", v); // d.set_item("durationMs", value(v))
-    }
-    match m.result_text {
-        Some(Some(s)) => o.str("resultText", s), // d.set_item("resultText", s)
-        Some(None) => o.json("resultText", b"null"), // d.set_item("resultText", None)
-        None => {}
-    }
-    if let Some(v) = m.structured_output {
-        o.value("structuredOutput", v); // d.set_item("structuredOutput", value(v))
-    }
-    if m.repeats_error {
-        o.bool("repeatsError", true); // d.set_item("repeatsError", true)
-    }
-    if m.partial {
-        o.bool("partial", true); // d.set_item("partial", true)
-    }
-    if m.result_joins_messages {
-        o.bool("resultJoinsMessages", true); // d.set_item("resultJoinsMessages", true)
-    }
-    if let Some(s) = m.request_id {
-        o.str("requestId", s); // d.set_item("requestId", s)
-    }
-    if let Some(s) = m.agent_id {
-        o.str("agentId", s); // d.set_item("agentId", s)
-    }
-    if m.sidechain {
-        o.bool("sidechain", true); // d.set_item("sidechain", true)
-    }
-    if rec.repairs > 0 {
-        o.u64("repairedSurrogates", rec.repairs as u64); // d.set_item("repairedSurrogates", ..)
+        Ok(())
     }
 }
 
-/// The per-event oneshot extras, in `convert.rs` (`extra`) order.
-/// `text_json`: the event's `text` as already written to the output.
-fn write_extra(
-    o: &mut Obj<'_>,
-    ev: &Event<'_>,
-    x: &Extra<'_>,
-    text_json: Option<std::ops::Range<usize>>,
-) {
-    if let Some(c) = x.tool_class {
-        o.str("toolClass", c); // d.set_item("toolClass", c)
-    }
-    if let Some(n) = &x.provider_tool_name {
-        o.str("providerToolName", n); // d.set_item("providerToolName", n)
-    }
-    if let Some(a) = &x.provider_arguments {
-        o.value("providerArguments", a); // d.set_item("providerArguments", value(a))
-    }
-    match &x.tool_result {
-        Some(ToolResult::Value(v)) => o.value("toolResult", v), // value(v)
-        Some(ToolResult::Text) => match text_json {
-            Some(r) => o.key("toolResult").extend_from_within(r), // the text's JSON again
-            None => o.str("toolResult", ev.text.as_deref().unwrap_or("")), // text
-        },
-        None => {}
-    }
-    if !x.file_changes.is_empty() {
-        let out = o.key("fileChanges"); // d.set_item("fileChanges", list)
-        out.push(b'[');
-        for (i, (event, path, diff)) in x.file_changes.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let mut c = Obj::open(out);
-            c.str("event", event); // c.set_item("event", event)
-            c.str("path", path); // c.set_item("path", path)
-            if let Some(diff) = diff {
-                c.str("diff", diff); // c.set_item("diff", diff)
-            }
-            c.close();
-        }
-        out.push(b']');
-    }
-    if let Some(s) = &x.subagent {
-        let mut a = Obj::open(o.key("subagent")); // d.set_item("subagent", o)
-        a.str("id", &s.id); // o.set_item("id", s.id)
-        a.str("phase", s.phase); // o.set_item("phase", s.phase)
-        if let Some(n) = &s.name {
-            a.str("name", n); // o.set_item("name", n)
-        }
-        if let Some(n) = &s.kind {
-            a.str("type", n); // o.set_item("type", n)
-        }
-        if let Some(n) = &s.description {
-            a.str("description", n); // o.set_item("description", n)
-        }
-        if let Some(n) = &s.prompt {
-            a.str("prompt", n); // o.set_item("prompt", n)
-        }
-        if let Some(n) = s.disposition {
-            a.str("disposition", n); // o.set_item("disposition", n)
-        }
-        if let Some(n) = s.alias {
-            a.str("alias", n); // o.set_item("alias", n)
-        }
-        a.close();
-    }
-    if let Some(b) = x.tokens_before {
-        o.value("tokensBefore", b); // d.set_item("tokensBefore", value(b))
-    }
-    if let Some(a) = x.tokens_after {
-        o.value("tokensAfter", a); // d.set_item("tokensAfter", value(a))
-    }
-    if x.retry {
-        o.bool("retry", true); // d.set_item("retry", true)
-    }
-    if x.delta_only {
-        o.bool("deltaOnly", true); // d.set_item("deltaOnly", true)
-    }
-    if let Some(r) = x.reasoning_tokens {
-        o.value("reasoningTokens", r); // d.set_item("reasoningTokens", value(r))
-    }
-    if x.empty_result {
-        o.bool("emptyResult", true); // d.set_item("emptyResult", true)
-    }
-    if x.answer {
-        o.bool("answer", true); // d.set_item("answer", true)
-    }
-    if let Some(p) = x.partial_arguments {
-        o.str("partialArguments", p); // d.set_item("partialArguments", p)
-    }
-    if x.continuation {
-        o.bool("continuation", true); // d.set_item("continuation", true)
-    }
+/// A nested object as JSON (the Arrow writer's `fileChanges` cells).
+pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
+    let shared = Shared::default();
+    let mut scratch = Vec::new();
+    let mut w = JsonWriter {
+        out,
+        first: true,
+        shared: &shared,
+        parsed: b"",
+        raw: b"",
+        text_json: None,
+        projected: false,
+        scratch: &mut scratch,
+    };
+    w.object(o);
 }
 
-/// Writes lines; keeps the per-line scratch buffers and the optional `source` pair.
-#[derive(Debug, Default)]
+/// Writes lines; keeps the per-line scratch buffers, the projection and the optional `source`
+/// pair.
+#[derive(Debug)]
 pub struct LineWriter {
     raw: Vec<u8>,
     parsed: Vec<u8>,
+    scratch: Vec<u8>,
+    sel: Sel,
     /// `"source":<path>` appended to every event (the CLI's field for several inputs).
     source: Option<Vec<u8>>,
 }
 
+impl Default for LineWriter {
+    fn default() -> Self {
+        LineWriter::new(None, Sel::ALL)
+    }
+}
+
 impl LineWriter {
-    pub fn new(source: Option<&str>) -> Self {
+    pub fn new(source: Option<&str>, sel: Sel) -> Self {
         LineWriter {
+            raw: Vec::new(),
+            parsed: Vec::new(),
+            scratch: Vec::new(),
+            sel,
             source: source.map(|s| {
                 let mut b = Vec::new();
                 write_str(&mut b, s);
                 b
             }),
-            ..LineWriter::default()
         }
     }
 
     /// The JSONL of one line's events, numbered from `*seq` (`convert::line`).
     pub fn line(&mut self, out: &mut Vec<u8>, rec: &LineEvents<'_>, seq: &mut u64) {
-        // raw and parsed are the same for every event of the line: written once
+        // raw and parsed are the same for every event of the line: written once, if asked for
         self.raw.clear();
-        write_str(&mut self.raw, rec.raw);
+        if self.sel.has_name("raw") {
+            write_str(&mut self.raw, rec.raw);
+        }
         // a canonical line is its own `parsed` JSON, its long strings where the parser found them
         self.parsed.clear();
         let mut shared = Shared::default();
+        let wants_parsed = self.sel.is_all() || self.sel.has_name("parsed");
         let parsed: &[u8] = match (rec.parsed_text, rec.parsed) {
             (Some(text), _) => {
                 shared = Shared::in_line(rec.strings);
                 text.as_bytes()
             }
-            (None, Some(v)) => {
+            (None, Some(v)) if wants_parsed => {
                 shared = Shared::for_events(&rec.events);
                 write_shared(&mut self.parsed, v, &mut shared);
                 &self.parsed
             }
+            (None, Some(_)) => b"",
             (None, None) => b"null",
         };
         for ev in &rec.events {
-            let mut o = Obj::open(out);
-            write_event(&mut o, ev, rec, *seq, (&shared, parsed));
-            o.json("raw", &self.raw); // d.set_item("raw", raw)
-            o.json("parsed", parsed); // d.set_item("parsed", parsed)
+            out.push(b'{');
+            let mut w = JsonWriter {
+                out,
+                first: true,
+                shared: &shared,
+                parsed,
+                raw: &self.raw,
+                text_json: None,
+                projected: !self.sel.is_all(),
+                scratch: &mut self.scratch,
+            };
+            let _ = fields::event(&mut w, self.sel, ev, rec, *seq);
             if let Some(src) = &self.source {
-                o.json("source", src); // cli.py: ev["source"] = source
+                out.extend_from_slice(b",\"source\":"); // cli.py: ev["source"] = source
+                out.extend_from_slice(src);
             }
-            o.close();
+            out.push(b'}');
             out.push(b'\n');
             *seq += 1;
         }
@@ -553,21 +427,32 @@ pub struct Stream {
 }
 
 impl Stream {
-    pub fn new(dialect: Option<AnyDialect>, budget: Budget, source: Option<&str>) -> Self {
+    pub fn new(
+        dialect: Option<AnyDialect>,
+        budget: Budget,
+        source: Option<&str>,
+        sel: Sel,
+    ) -> Self {
         Stream {
             engine: Engine::new(dialect, budget),
             seq: 0,
-            writer: LineWriter::new(source),
+            writer: LineWriter::new(source, sel),
         }
     }
 
     /// The stream for the part of a stream from byte `offset` on ([`Engine::resume`]): `seq`
     /// numbered from 0 again (`split::rebase` renumbers).
-    pub fn resume(dialect: AnyDialect, budget: Budget, source: Option<&str>, offset: u64) -> Self {
+    pub fn resume(
+        dialect: AnyDialect,
+        budget: Budget,
+        source: Option<&str>,
+        sel: Sel,
+        offset: u64,
+    ) -> Self {
         Stream {
             engine: Engine::resume(dialect, budget, offset),
             seq: 0,
-            writer: LineWriter::new(source),
+            writer: LineWriter::new(source, sel),
         }
     }
 
@@ -602,8 +487,9 @@ pub fn normalize_jsonl(
     data: &[u8],
     dialect: Option<AnyDialect>,
     budget: Budget,
+    sel: Sel,
 ) -> Result<Vec<u8>, OutOfMemory> {
-    let mut s = Stream::new(dialect, budget, None);
+    let mut s = Stream::new(dialect, budget, None, sel);
     let mut out = Vec::new();
     OutOfMemory::reserve(&mut out, out_capacity(data.len()))?;
     s.feed(data, &mut out)?;
@@ -618,9 +504,10 @@ pub fn normalize_file(
     dialect: Option<AnyDialect>,
     budget: Budget,
     source: Option<&str>,
+    sel: Sel,
     sink: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut s = Stream::new(dialect, budget, source);
+    let mut s = Stream::new(dialect, budget, source, sel);
     let mut out = Vec::with_capacity(out_capacity(READ_CHUNK));
     read_chunks(&mut open_input(path)?, |chunk| {
         out.clear();

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod dialect;
 pub mod dialects;
 pub mod event;
+pub mod fields;
 pub mod framing;
 pub mod journal;
 pub mod jsonl;

@@ -189,6 +189,8 @@ pub fn prepare<'a>(
 #[derive(Debug)]
 pub struct LineEvents<'v> {
     pub position: u64,
+    /// The line's length in the input, in bytes (without its LF): `lineBytes` of a projection.
+    pub size: u64,
     pub dialect: &'static str,
     pub raw: &'v str,
     pub parsed: Option<&'v Value<'v>>,
@@ -215,9 +217,15 @@ fn unknown<'v>() -> Event<'v> {
 }
 
 /// Run the dialect over a prepared line.
-pub fn map_line<'v>(position: u64, p: &'v Prepared<'v>, dialect: &AnyDialect) -> LineEvents<'v> {
+pub fn map_line<'v>(
+    position: u64,
+    size: u64,
+    p: &'v Prepared<'v>,
+    dialect: &AnyDialect,
+) -> LineEvents<'v> {
     let mut out = LineEvents {
         position,
+        size,
         dialect: dialect.name(),
         raw: p.raw(),
         parsed: p.value(),
@@ -271,6 +279,7 @@ impl StreamError {
     pub fn record(&self, dialect: &AnyDialect) -> LineEvents<'_> {
         LineEvents {
             position: 0,
+            size: self.event.stream_bytes.unwrap_or(self.raw.len() as u64),
             dialect: dialect.name(),
             raw: &self.raw,
             parsed: None,

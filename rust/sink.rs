@@ -67,8 +67,10 @@ pub fn items<S: Sink>(
             prepared
                 .iter()
                 .filter_map(|(p, it)| {
-                    p.as_ref()
-                        .map(|p| (map_line(it.span.position, p, dialect), it.fallback))
+                    p.as_ref().map(|p| {
+                        let size = it.span.bytes(chunk).len() as u64;
+                        (map_line(it.span.position, size, p, dialect), it.fallback)
+                    })
                 })
                 .collect()
         });
@@ -76,6 +78,7 @@ pub fn items<S: Sink>(
             if let Some(held) = fallback {
                 let head = LineEvents {
                     position: rec.position,
+                    size: rec.size,
                     dialect: rec.dialect,
                     raw: rec.raw,
                     parsed: rec.parsed,

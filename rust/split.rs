@@ -29,6 +29,7 @@ use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
+use crate::fields::Sel;
 use crate::framing::plain_start;
 use crate::jsonl::{Stream, READ_CHUNK};
 use crate::normalize::Engine;
@@ -262,14 +263,16 @@ pub fn range_stream(
     dialect: Option<AnyDialect>,
     budget: Budget,
     source: Option<&str>,
+    sel: Sel,
 ) -> Stream {
     match (k, &plan.resume, plan.ranges.get(k)) {
-        (1.., Some(d), Some(&(start, _))) => Stream::resume(d.clone(), budget, source, start),
-        _ => Stream::new(dialect, budget, source),
+        (1.., Some(d), Some(&(start, _))) => Stream::resume(d.clone(), budget, source, sel, start),
+        _ => Stream::new(dialect, budget, source, sel),
     }
 }
 
 /// The JSONL of range `k` of `plan` (its `seq` from 0), read in [`READ_CHUNK`] pieces.
+#[allow(clippy::too_many_arguments)]
 pub fn normalize_range(
     src: &mut dyn Input,
     plan: &Plan,
@@ -277,12 +280,13 @@ pub fn normalize_range(
     dialect: Option<AnyDialect>,
     budget: Budget,
     source: Option<&str>,
+    sel: Sel,
     sink: &mut dyn Write,
 ) -> io::Result<()> {
     let Some(&(start, end)) = plan.ranges.get(k) else {
         return Ok(());
     };
-    let mut s = range_stream(plan, k, dialect, budget, source);
+    let mut s = range_stream(plan, k, dialect, budget, source, sel);
     let mut chunk = vec![0u8; READ_CHUNK.min(usize::try_from(end - start).unwrap_or(READ_CHUNK))];
     let mut out = Vec::new();
     let mut pos = start;
@@ -326,7 +330,16 @@ pub fn normalize_split(
     let mut part = Vec::new();
     for k in 0..plan.ranges.len() {
         part.clear();
-        normalize_range(&mut src, &plan, k, dialect.clone(), budget, None, &mut part)?;
+        normalize_range(
+            &mut src,
+            &plan,
+            k,
+            dialect.clone(),
+            budget,
+            None,
+            Sel::ALL,
+            &mut part,
+        )?;
         seq += rebase(&part, seq, &mut out);
     }
     Ok(out)
@@ -339,6 +352,8 @@ pub struct FileJob<'a> {
     pub input: &'a Path,
     pub output: Option<&'a Path>,
     pub source: Option<&'a str>,
+    /// The fields to write.
+    pub sel: Sel,
 }
 
 /// What one file became: its JSONL as parts to be joined in order (`None` when it was written
@@ -438,6 +453,7 @@ pub fn normalize_files(
                         dialect.clone(),
                         budget,
                         f.source,
+                        f.sel,
                         &mut sink,
                     )?;
                     Ok(None)
@@ -452,6 +468,7 @@ pub fn normalize_files(
                         dialect.clone(),
                         budget,
                         f.source,
+                        f.sel,
                         &mut sink,
                     )?;
                     Ok(Some(sink))
@@ -463,7 +480,16 @@ pub fn normalize_files(
         let mut sink = Vec::with_capacity(crate::jsonl::out_capacity(
             usize::try_from(len).unwrap_or(0),
         ));
-        normalize_range(&mut src, p, k, dialect.clone(), budget, f.source, &mut sink)?;
+        normalize_range(
+            &mut src,
+            p,
+            k,
+            dialect.clone(),
+            budget,
+            f.source,
+            f.sel,
+            &mut sink,
+        )?;
         Ok(Some(sink))
     };
     let wave = (2 * threads).max(1);
@@ -562,8 +588,9 @@ mod tests {
     use super::*;
 
     fn same(data: &[u8], dialect: Option<AnyDialect>, target: u64) {
-        let whole = crate::jsonl::normalize_jsonl(data, dialect.clone(), Budget::default())
-            .unwrap_or_default();
+        let whole =
+            crate::jsonl::normalize_jsonl(data, dialect.clone(), Budget::default(), Sel::ALL)
+                .unwrap_or_default();
         let split = normalize_split(data, dialect, Budget::default(), target).unwrap_or_default();
         assert_eq!(
             String::from_utf8_lossy(&split),

@@ -72,11 +72,11 @@ def test_generated_streams(data: bytes, budgets: dict) -> None:
 
 
 def test_edge_rows() -> None:
-    """The cells the typed columns cannot hold exactly: big and float counts (usage_json),
+    """The cells the typed columns cannot hold exactly: big and float counts (`_json` cells),
     integers beyond 64 bits in `parsed`, non-finite floats, UTF-16 input, budget failures."""
     big = 2**80
     lines = [
-        # a claude result: an int cost and a float count (usage_json), a >64-bit count (dropped)
+        # a claude result: an int cost and a float count (`_json`), a >64-bit count (dropped)
         json.dumps({"type": "result", "subtype": "success", "result": "ok", "session_id": "s",
                     "total_cost_usd": 0, "usage": {"input_tokens": 12.0, "output_tokens": big}}),
         '{"type":"system","subtype":"init","n":123456789012345678901234567890,"f":1e400}',
@@ -90,9 +90,11 @@ def test_edge_rows() -> None:
     assert [ev["kind"] for ev in events].count("usage") == 2
     rows = pa.table(checkfu_fast.normalize_arrow(data, "claude")).to_pylist()
     usage = [r for r in rows if r["kind"] == "usage"]
-    assert json.loads(usage[0]["usage_json"])["inputTokens"] == 12.0
-    assert (usage[0]["usage_input_tokens"], usage[0]["usage_cost_usd"]) == (12, 0.0)
-    assert usage[1]["usage_json"] is None
+    u = usage[0]
+    assert (u["usage_input_tokens"], u["usage_input_tokens_json"]) == (12, "12.0")
+    assert (u["usage_output_tokens"], u["usage_output_tokens_json"]) == (0, None)
+    assert (u["usage_cost_usd"], u["usage_cost_usd_json"]) == (0.0, "0")
+    assert [usage[1][f"usage_{k}_json"] for k in ("input_tokens", "output_tokens")] == [None] * 2
     assert (usage[1]["usage_input_tokens"], usage[1]["usage_output_tokens"]) == (5, 1)
     assert str(big) in rows[0]["parsed"]
     assert json.loads(rows[0]["parsed"])["usage"]["output_tokens"] == big

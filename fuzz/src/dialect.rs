@@ -171,7 +171,7 @@ fn records(
             let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) else {
                 continue;
             };
-            let rec = map_line(it.span.position, &p, d);
+            let rec = map_line(it.span.position, bytes.len() as u64, &p, d);
             assert!(!rec.events.is_empty(), "a non-blank line gave no event");
             assert_eq!(rec.dialect, name, "a line named another dialect");
             for e in &rec.events {

@@ -47,7 +47,7 @@ pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
             let bytes = it.span.bytes(chunk);
             if let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) {
                 lines += 1;
-                let rec = map_line(it.span.position, &p, &d);
+                let rec = map_line(it.span.position, bytes.len() as u64, &p, &d);
                 assert!(!rec.events.is_empty(), "a non-blank line gave no event");
                 emitted += rec.events.len();
             }

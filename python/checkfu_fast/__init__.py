@@ -23,7 +23,7 @@ from .errors import (
     MappingError,
     UnknownDialect,
 )
-from .reference import DIALECTS, MappedDialect, check_options, load_dialect
+from .reference import DIALECTS, MappedDialect, check_options, load_dialect, resolve_fields
 from .usage import UsageFold, usage_totals
 
 try:
@@ -39,9 +39,15 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 else:
     IMPLEMENTATION = "native"
 
+#: Every event field, in output order (the core's field table, ``rust/fields.rs``).
+EVENT_FIELDS: tuple[str, ...] = (
+    tuple(_native.EVENT_FIELDS) if _native is not None else reference.EVENT_FIELDS
+)
+
 __version__ = "0.1.0"
 __all__ = [
     "DIALECTS",
+    "EVENT_FIELDS",
     "IMPLEMENTATION",
     "CheckfuError",
     "DialectNotImplemented",
@@ -76,6 +82,13 @@ def _as_bytes(data: Any) -> bytes:
     raise TypeError(f"data must be bytes or str, not {type(data).__name__}")
 
 
+def _fields(fields: Any) -> list[str] | None:
+    """A ``fields`` argument checked (:func:`checkfu_fast.reference.resolve_fields`: same
+    errors on both paths) as the core takes it: None for every field, else the names."""
+    keep = resolve_fields(fields)
+    return None if keep is None else list(keep)
+
+
 def _native_dialect(dialect: str | MappedDialect) -> Any:
     """The argument the native core takes: a name, or the mapping compiled once by Rust."""
     if not isinstance(dialect, MappedDialect):
@@ -92,15 +105,31 @@ def normalize(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: str | Sequence[str] | None = None,
 ) -> list[Event]:
-    """Normalize a whole stream to events/v1 events (plain dicts, in order)."""
+    """Normalize a whole stream to events/v1 events (plain dicts, in order).
+
+    ``fields`` picks the fields: ``None`` or ``"all"`` (every field: the schema-valid events),
+    ``"lean"`` (all but ``raw`` and ``parsed``, which are then never computed), or a list of
+    names from :data:`EVENT_FIELDS` (``v``, ``seq``, ``position``, ``dialect``, ``kind``,
+    ``subtype`` always kept). A projected event carries ``lineBytes`` (the line's length in
+    bytes) on every event, so ``raw`` stays recoverable from (file, ``position``,
+    ``lineBytes``)."""
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
         return reference.normalize(
-            raw, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+            raw,
+            dialect,
+            max_line_bytes=max_line_bytes,
+            max_depth=max_depth,
+            max_nodes=max_nodes,
+            fields=keep,
         )
-    return _native.normalize(raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes)
+    return _native.normalize(
+        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, keep
+    )
 
 
 def normalize_jsonl(
@@ -110,9 +139,13 @@ def normalize_jsonl(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: str | Sequence[str] | None = None,
 ) -> bytes:
     """The events of :func:`normalize` as JSONL bytes, written by the Rust core (no Python
-    objects, GIL released).
+    objects, GIL released). ``fields`` as in :func:`normalize`; a projection writes each tree
+    (``tool.arguments``, ``toolResult``, ``providerArguments``, ``structuredOutput``,
+    ``parsed``) as the JSON text of its value, so every key keeps one JSON type across a file
+    (``polars.read_ndjson`` and ``duckdb.read_json`` need no schema).
 
     One LF-terminated line per event, exactly ``json.dumps(event, ensure_ascii=False,
     separators=(",", ":"))`` encoded as UTF-8: same keys in the same order, Python's float text
@@ -120,13 +153,19 @@ def normalize_jsonl(
     ``normalize()`` gives; :func:`checkfu_fast.reference.normalize_jsonl` gives the same bytes.
     """
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
         return reference.normalize_jsonl(
-            raw, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+            raw,
+            dialect,
+            max_line_bytes=max_line_bytes,
+            max_depth=max_depth,
+            max_nodes=max_nodes,
+            fields=keep,
         )
     return _native.normalize_jsonl(
-        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes
+        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, keep
     )
 
 
@@ -138,6 +177,7 @@ def normalize_arrow(
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
     batch_rows: int = 65536,
+    fields: str | Sequence[str] | None = None,
 ) -> _native.ArrowEvents:
     """The events of :func:`normalize` as Arrow record batches built by the Rust core (GIL
     released), one row per event, flat typed columns (docs/arrow.md).
@@ -147,16 +187,18 @@ def normalize_arrow(
     ``pyarrow.record_batch(x)``, ``polars.from_arrow``/``polars.DataFrame(x)`` and duckdb take it
     directly. The stream yields batches of at most ``batch_rows`` rows (and about 256 MiB of
     text). :func:`checkfu_fast.arrow.row_to_event` turns a row back into the event dict.
-    Needs the native core.
+    ``fields`` as in :func:`normalize`: the columns of the fields not asked for are left out
+    and never computed. Needs the native core.
     """
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    keep = _fields(fields)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidOption(f"batch_rows must be a positive int, got {batch_rows!r}")
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
         raise RuntimeError("normalize_arrow needs the native core")
     return _native.normalize_arrow(
-        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, batch_rows
+        raw, _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, batch_rows, keep
     )
 
 
@@ -168,6 +210,7 @@ def write_parquet(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: str | Sequence[str] | None = None,
 ) -> int:
     """Normalize files into one Parquet file at ``out`` through pyarrow (the ``arrow`` extra:
     ``pip install checkfu-fast[arrow]``): the columns of :func:`normalize_arrow` plus
@@ -187,6 +230,7 @@ def write_parquet(
         max_line_bytes=max_line_bytes,
         max_depth=max_depth,
         max_nodes=max_nodes,
+        fields=_fields(fields),
     )
 
 
@@ -231,6 +275,7 @@ def normalize_files(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: str | Sequence[str] | None = None,
     _split_bytes: int | None = None,
 ) -> list[bytes] | list[str] | list[Any]:
     """Normalize many files in parallel in the Rust core (rayon, ``jobs`` threads, default the
@@ -260,6 +305,7 @@ def normalize_files(
     with the columns of :func:`normalize_arrow`, ``jobs`` files at a time, each read 16 MiB at a
     time (memory bounded by the chunk); an output left unfinished by an error is removed.
     ``"parquet"`` needs ``out_dir``. Files are not split into ranges in these formats.
+    ``fields`` as in :func:`normalize`, in every format.
     """
     if format not in FORMATS:
         raise InvalidOption(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -268,15 +314,23 @@ def normalize_files(
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    keep = _fields(fields)
     inputs = _paths.expand(paths)
     outputs = None
     if out_dir is not None:
         outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs, format)]
     budgets = (max_line_bytes, max_depth, max_nodes)
     if format != "jsonl":
-        return _table_files(inputs, outputs, format, dialect, budgets, jobs)
+        return _table_files(inputs, outputs, format, dialect, budgets, jobs, keep)
     results = _files(
-        inputs, outputs, dialect, budgets, jobs, tag_source=False, split_bytes=_split_bytes
+        inputs,
+        outputs,
+        dialect,
+        budgets,
+        jobs,
+        tag_source=False,
+        split_bytes=_split_bytes,
+        fields=keep,
     )
     for i, (p, r) in enumerate(zip(inputs, results, strict=True)):
         if isinstance(r, tuple):
@@ -294,12 +348,15 @@ def _table_files(
     dialect: str | MappedDialect,
     budgets: tuple[int, int, int],
     jobs: int | None,
+    fields: list[str] | None = None,
 ) -> list[Any]:
     """:func:`normalize_files` in the ``arrow`` and ``parquet`` formats (arguments checked)."""
     if _native is None:  # pragma: no cover
         raise RuntimeError(f"format={format!r} needs the native core")
     if outputs is None:  # arrow, in memory
-        results = _native._normalize_files_arrow(inputs, _native_dialect(dialect), *budgets, jobs)
+        results = _native._normalize_files_arrow(
+            inputs, _native_dialect(dialect), *budgets, jobs, 65536, fields
+        )
         for p, r in zip(inputs, results, strict=True):
             if isinstance(r, tuple):
                 raise _file_error(p, r)
@@ -311,7 +368,7 @@ def _table_files(
     threads = min(jobs or os.cpu_count() or 1, max(len(inputs), 1))
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [
-            pool.submit(write_table_file, p, out, format, dialect, budgets)
+            pool.submit(write_table_file, p, out, format, dialect, budgets, fields)
             for p, out in zip(inputs, outputs, strict=True)
         ]
         try:
@@ -334,18 +391,27 @@ def _files(
     *,
     tag_source: bool,
     split_bytes: int | None = None,
+    fields: list[str] | None = None,
 ) -> list[Any]:
     """:func:`normalize_files` without the checks: per input its bytes, None (written to its
     output) or ``(errno, message)``; ``tag_source`` adds the CLI's ``"source"`` field."""
     if _native is not None:
         return _native.normalize_files(
-            inputs, outputs, _native_dialect(dialect), *budgets, jobs, tag_source, split_bytes
+            inputs,
+            outputs,
+            _native_dialect(dialect),
+            *budgets,
+            jobs,
+            tag_source,
+            split_bytes,
+            fields,
         )
     results: list[Any] = []  # pragma: no cover - only without the native core
     for i, p in enumerate(inputs):  # pragma: no cover
         try:
             n = Normalizer(dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
-                           max_nodes=budgets[2], source=p if tag_source else None)  # fmt: skip
+                           max_nodes=budgets[2], source=p if tag_source else None,
+                           fields=fields)  # fmt: skip
             data = n.feed_jsonl(Path(p).read_bytes()) + n.finish_jsonl()
             if outputs is None:
                 results.append(data)
@@ -378,18 +444,25 @@ class Normalizer:
         max_depth: int = 64,
         max_nodes: int = 1_000_000,
         source: str | None = None,
+        fields: str | Sequence[str] | None = None,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
         if source is not None and not isinstance(source, str):
             raise TypeError("source must be a str or None")
         self._source = source
+        keep = _fields(fields)
+        self._projected = keep is not None
         if _native is None:  # pragma: no cover
             self._inner: Any = reference.Normalizer(
-                dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
+                dialect,
+                max_line_bytes=max_line_bytes,
+                max_depth=max_depth,
+                max_nodes=max_nodes,
+                fields=keep,
             )
         else:
             self._inner = _native.Normalizer(
-                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, source
+                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, source, keep
             )
 
     def feed_jsonl(self, chunk: bytes) -> bytes:
@@ -397,7 +470,9 @@ class Normalizer:
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
         if _native is None:  # pragma: no cover
-            return reference.dumps_jsonl(self._tagged(self._inner.feed(bytes(chunk))))
+            return reference.dumps_jsonl(
+                self._tagged(self._inner.feed(bytes(chunk))), projected=self._projected
+            )
         return cast(
             bytes, self._inner.feed_jsonl(chunk if isinstance(chunk, bytes) else bytes(chunk))
         )
@@ -405,7 +480,9 @@ class Normalizer:
     def finish_jsonl(self) -> bytes:
         """:meth:`finish`, the events as JSONL bytes. Idempotent."""
         if _native is None:  # pragma: no cover
-            return reference.dumps_jsonl(self._tagged(self._inner.finish()))
+            return reference.dumps_jsonl(
+                self._tagged(self._inner.finish()), projected=self._projected
+            )
         return cast(bytes, self._inner.finish_jsonl())
 
     def feed_arrow(self, chunk: bytes, *, batch_rows: int = 65536) -> _native.ArrowEvents:

@@ -4,12 +4,15 @@ Checked against the built module by ``python -m mypy.stubtest checkfu_fast._nati
 pyo3 classes take their arguments in ``__new__`` and cannot be subclassed (``@final``).
 """
 
+from collections.abc import Sequence
 from typing import Any, final
 
 from typing_extensions import Self
 
 __all__ = [
     "DIALECTS",
+    "EVENT_FIELDS",
+    "FIELD_TABLE",
     "ArrowEvents",
     "Mapping",
     "Normalizer",
@@ -28,7 +31,14 @@ __all__ = [
 ]
 
 DIALECTS: list[str]
+#: Every event field in output order (rust/fields.rs).
+EVENT_FIELDS: tuple[str, ...]
+#: Each field as ``(name, type, Arrow column, nested table or None)`` (rust/fields.rs).
+FIELD_TABLE: tuple[tuple[str, str, str, Any], ...]
 __version__: str
+
+#: A ``fields`` argument: None (every field), "all", "lean" or field names.
+_Fields = str | Sequence[str] | None
 
 @final
 class Mapping:
@@ -44,6 +54,7 @@ def normalize(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
+    fields: _Fields = None,
 ) -> list[dict[str, Any]]: ...
 def normalize_jsonl(
     data: bytes,
@@ -51,6 +62,7 @@ def normalize_jsonl(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
+    fields: _Fields = None,
 ) -> bytes:
     """The events of ``normalize`` as JSONL, written by the core with the GIL released."""
 
@@ -75,11 +87,12 @@ def normalize_arrow(
     max_depth: int = 64,
     max_nodes: int = 1000000,
     batch_rows: int = ...,
+    fields: _Fields = None,
 ) -> ArrowEvents:
     """The events of ``normalize`` as Arrow record batches, built with the GIL released."""
 
-def arrow_columns() -> list[str]:
-    """The column names of ``normalize_arrow``, in order."""
+def arrow_columns(fields: _Fields = None) -> list[str]:
+    """The column names of ``normalize_arrow`` (of the projection ``fields``), in order."""
 
 def normalize_files(
     inputs: list[str],
@@ -91,6 +104,7 @@ def normalize_files(
     jobs: int | None,
     tag_source: bool,
     split_bytes: int | None = None,
+    fields: _Fields = None,
 ) -> list[bytes | tuple[int | None, str] | None]:
     """Each input file as JSONL, in parallel on ``jobs`` threads (GIL released throughout);
     a large file split at newlines into ranges of about ``split_bytes`` (default 8 MiB when
@@ -110,6 +124,7 @@ def _normalize_range_arrow(
     max_depth: int = 64,
     max_nodes: int = 1000000,
     batch_rows: int = ...,
+    fields: _Fields = None,
 ) -> ArrowEvents:
     """Private: the Arrow batches of one range of a ``_split_plan``."""
 
@@ -121,6 +136,7 @@ def _normalize_files_arrow(
     max_nodes: int,
     jobs: int | None,
     batch_rows: int = ...,
+    fields: _Fields = None,
 ) -> list[ArrowEvents | tuple[int | None, str]]:
     """Private: each file's Arrow batches (files in parallel), or ``(errno, message)``."""
 
@@ -143,6 +159,7 @@ def _normalize_range(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
+    fields: _Fields = None,
 ) -> list[dict[str, Any]]:
     """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range)."""
 
@@ -167,6 +184,7 @@ class Normalizer:
         max_depth: int = 64,
         max_nodes: int = 1000000,
         source: str | None = None,
+        fields: _Fields = None,
     ) -> Self: ...
     def feed(self, chunk: bytes) -> list[dict[str, Any]]: ...
     def finish(self) -> list[dict[str, Any]]: ...

@@ -79,7 +79,9 @@ def _stream(
         "max_nodes": args.max_nodes,
     }
     if args.reference or args.summary:
-        n: Any = (reference.Normalizer if args.reference else Normalizer)(args.dialect, **budgets)
+        make: Any = reference.Normalizer if args.reference else Normalizer
+        n = make(args.dialect, **budgets, fields=args.fields)
+        projected = reference.resolve_fields(args.fields) is not None
 
         def feed(chunk: bytes | None) -> bytes:
             events = n.feed(chunk) if chunk is not None else n.finish()
@@ -87,10 +89,10 @@ def _stream(
                 counts[f"{ev['kind']}/{ev['subtype']}"] += 1
                 if source is not None:
                     ev["source"] = source
-            return reference.dumps_jsonl(events)
+            return reference.dumps_jsonl(events, projected=projected)
 
     else:
-        native = Normalizer(args.dialect, **budgets, source=source)
+        native = Normalizer(args.dialect, **budgets, source=source, fields=args.fields)
 
         def feed(chunk: bytes | None) -> bytes:
             return native.feed_jsonl(chunk) if chunk is not None else native.finish_jsonl()
@@ -122,13 +124,21 @@ def _parallel(
     """``--jobs N``: files normalized N at a time in parallel by the core, a large file cut at
     newlines into ranges normalized in parallel (rust/split.rs), written in order (the same
     bytes as one at a time)."""
-    from . import _files
+    from . import _fields, _files
 
     status = 0
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
     for i in range(0, len(files), args.jobs):
         batch = files[i : i + args.jobs]
-        results = _files(batch, None, args.dialect, budgets, args.jobs, tag_source=many)
+        results = _files(
+            batch,
+            None,
+            args.dialect,
+            budgets,
+            args.jobs,
+            tag_source=many,
+            fields=_fields(args.fields),
+        )
         for name, r in zip(batch, results, strict=True):
             if isinstance(r, tuple):
                 errno, message = r
@@ -173,13 +183,25 @@ def _parquet(args: argparse.Namespace) -> int:
         max_line_bytes=args.max_line_bytes,
         max_depth=args.max_depth,
         max_nodes=args.max_nodes,
+        fields=args.fields,
     )
     print(f"{rows} events from {len(files)} file(s) -> {args.output}", file=sys.stderr)
     return 0
 
 
+def _fields_option(value: str | None) -> str | list[str] | None:
+    """``--fields``: ``all``, ``lean`` or a comma list of field names (checked: an unknown name
+    is an error naming the valid ones)."""
+    if value is None or value in ("all", "lean"):
+        return value
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    reference.resolve_fields(names)
+    return names
+
+
 def _normalize(args: argparse.Namespace) -> int:
     reference.check_options(args.dialect, args.max_line_bytes, args.max_depth, args.max_nodes)
+    args.fields = _fields_option(args.fields)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     if args.format == "parquet":
@@ -551,6 +573,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     n.add_argument(
         "-o", "--output", metavar="OUT", help="write to OUT instead of stdout (parquet: required)"
+    )
+    n.add_argument(
+        "--fields",
+        metavar="F",
+        help="all (default: schema-valid events), lean (all but raw and parsed, never computed) "
+        "or a comma list of field names (docs/events.md, Projections)",
     )
     add_arguments(n)
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)

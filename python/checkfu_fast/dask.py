@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
 from . import paths as _paths
-from .reference import MappedDialect, check_options
+from .reference import MappedDialect, check_options, resolve_fields
 
 if TYPE_CHECKING:  # pragma: no cover
     import dask.dataframe as dd
@@ -42,9 +42,11 @@ __all__ = ["SPLIT_BYTES", "columns", "events_frame", "read_events"]
 SPLIT_BYTES = 32 << 20
 
 
-def columns() -> list[str]:
-    """The columns of every partition: those of ``normalize_arrow``, then ``source``."""
-    return [*_native.arrow_columns(), "source"]
+def columns(fields: Any = None) -> list[str]:
+    """The columns of every partition: those of ``normalize_arrow`` (of the projection
+    ``fields``), then ``source``."""
+    keep = resolve_fields(fields)
+    return [*_native.arrow_columns(None if keep is None else list(keep)), "source"]
 
 
 def events_frame(batches: Any, source: str) -> Frame:
@@ -81,12 +83,15 @@ def _partition(
     dialect: Any,
     last: bool,
     budgets: tuple[int, int, int],
+    fields: list[str] | None = None,
 ) -> Frame:
     """One range's rows, ``seq`` from 0 within the range."""
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
-    batches = _native._normalize_range_arrow(data, _native_dialect(dialect), start, last, *budgets)
+    batches = _native._normalize_range_arrow(
+        data, _native_dialect(dialect), start, last, *budgets, 65536, fields
+    )
     return events_frame(batches, path)
 
 
@@ -109,17 +114,21 @@ def read_events(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: str | Sequence[str] | None = None,
 ) -> dd.DataFrame:
     """The events of files (and directories of them) as a lazy Dask DataFrame: one partition
     per file or per byte range of a large file (see the module doc). Rows equal
     :func:`events_frame` of :func:`checkfu_fast.normalize_arrow` of each file's bytes, in file
-    order, with ``source`` the file's path."""
+    order, with ``source`` the file's path. ``fields`` as in :func:`checkfu_fast.normalize`
+    (``"lean"``: no ``raw``/``parsed`` columns, never computed)."""
     import dask.dataframe as dd
     from dask.delayed import delayed
 
     if _native is None:  # pragma: no cover
         raise RuntimeError("checkfu_fast.dask needs the native core")
     check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    resolved = resolve_fields(fields)
+    keep = None if resolved is None else list(resolved)
     if isinstance(split_bytes, bool) or not isinstance(split_bytes, int) or split_bytes < 1:
         raise ValueError(f"split_bytes must be a positive int, got {split_bytes!r}")
     if isinstance(paths, (str, os.PathLike)):
@@ -135,10 +144,10 @@ def read_events(
         for k, (start, end) in enumerate(ranges):
             d = arg if k == 0 or dialect != "auto" else resume
             last = k + 1 == len(ranges)
-            frame = delayed(_partition, pure=True)(path, start, end, d, last, budgets)
+            frame = delayed(_partition, pure=True)(path, start, end, d, last, budgets, keep)
             parts.append(delayed(_shift, pure=True)(frame, *counts))
             counts.append(delayed(_count, pure=True)(frame))
-    meta = events_frame(_native.normalize_arrow(b"", "auto"), "")
+    meta = events_frame(_native.normalize_arrow(b"", "auto", fields=keep), "")
     if not parts:
         return cast("dd.DataFrame", dd.from_pandas(meta, npartitions=1))  # type: ignore[no-untyped-call]
     return cast("dd.DataFrame", dd.from_delayed(parts, meta=meta, verify_meta=False))

@@ -13,10 +13,11 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, StructArray};
 use arrow_schema::SchemaRef;
 
-use super::{budget_arg, dialect_arg};
+use super::{budget_arg, dialect_arg, fields_arg};
 use crate::arrow::{ArrowSink, Failure, BATCH_ROWS};
 use crate::budget::Budget;
 use crate::dialect::AnyDialect;
+use crate::fields::{ty_name, Field, Sel, Ty, FIELDS};
 use crate::jsonl::{open_input, par_map, read_chunks};
 use crate::normalize::Engine;
 use crate::sink;
@@ -103,7 +104,8 @@ impl ArrowEvents {
 
 /// Normalize a whole stream to Arrow record batches, with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS))]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS, fields = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn normalize_arrow(
     py: Python<'_>,
     data: PyBackedBytes,
@@ -112,7 +114,9 @@ pub fn normalize_arrow(
     max_depth: i64,
     max_nodes: i64,
     batch_rows: usize,
+    fields: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ArrowEvents> {
+    let sel = fields_arg(fields)?;
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
@@ -120,7 +124,7 @@ pub fn normalize_arrow(
         dialect_arg(dialect)?,
         budget_arg(max_line_bytes, max_depth, max_nodes)?,
     );
-    batches(py, engine, &data, true, batch_rows)
+    batches(py, engine, &data, true, batch_rows, sel)
 }
 
 /// The Arrow batches of `bytes` fed to `engine` (a fresh one) with the GIL released, the
@@ -131,10 +135,11 @@ fn batches(
     bytes: &[u8],
     last: bool,
     batch_rows: usize,
+    sel: Sel,
 ) -> PyResult<ArrowEvents> {
     let (schema, batches) = py
         .detach(|| {
-            let mut sink = ArrowSink::new(batch_rows);
+            let mut sink = ArrowSink::new(batch_rows, sel);
             sink.expect(bytes.len());
             let mut seq = 0u64;
             sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
@@ -155,8 +160,9 @@ pub fn step(
     seq: &mut u64,
     chunk: Option<&[u8]>,
     batch_rows: usize,
+    sel: Sel,
 ) -> Result<ArrowEvents, Failure> {
-    let mut sink = ArrowSink::new(batch_rows);
+    let mut sink = ArrowSink::new(batch_rows, sel);
     match chunk {
         Some(c) => sink::feed(engine, seq, c, &mut sink)?,
         None => sink::finish(engine, seq, &mut sink)?,
@@ -180,7 +186,7 @@ pub fn is_oom(e: &Failure) -> bool {
 /// `data` at stream offset `offset`; `super::range_engine`), the stream finished only when
 /// `last`. `seq` counts from 0 within the range; positions are the stream's.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS))]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS, fields = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _normalize_range_arrow(
     py: Python<'_>,
@@ -192,13 +198,14 @@ pub fn _normalize_range_arrow(
     max_depth: i64,
     max_nodes: i64,
     batch_rows: usize,
+    fields: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ArrowEvents> {
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let engine = super::range_engine(dialect_arg(dialect)?, budget, offset)?;
-    batches(py, engine, &data, last, batch_rows)
+    batches(py, engine, &data, last, batch_rows, fields_arg(fields)?)
 }
 
 /// One file's events as Arrow batches: read [`crate::jsonl::READ_CHUNK`] bytes at a time
@@ -209,6 +216,7 @@ fn file_batches(
     dialect: Option<AnyDialect>,
     budget: Budget,
     batch_rows: usize,
+    sel: Sel,
 ) -> std::io::Result<ArrowEvents> {
     let failed = |e: Failure| match e {
         Failure::OutOfMemory(e) => {
@@ -217,7 +225,7 @@ fn file_batches(
         Failure::Arrow(e) => std::io::Error::other(e.to_string()),
     };
     let mut engine = Engine::new(dialect, budget);
-    let mut sink = ArrowSink::new(batch_rows);
+    let mut sink = ArrowSink::new(batch_rows, sel);
     // the columns sized for the file (a compressed file's size is a low guess)
     if let Ok(meta) = std::fs::metadata(path) {
         sink.expect(usize::try_from(meta.len()).unwrap_or(usize::MAX));
@@ -236,7 +244,7 @@ fn file_batches(
 /// in parallel on `jobs` threads (default the CPU count) with the GIL released; per input, in
 /// order, an `ArrowEvents` or `(errno, message)`.
 #[pyfunction]
-#[pyo3(signature = (inputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, batch_rows = BATCH_ROWS))]
+#[pyo3(signature = (inputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, batch_rows = BATCH_ROWS, fields = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _normalize_files_arrow<'py>(
     py: Python<'py>,
@@ -247,7 +255,9 @@ pub fn _normalize_files_arrow<'py>(
     max_nodes: i64,
     jobs: Option<usize>,
     batch_rows: usize,
+    fields: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let sel = fields_arg(fields)?;
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
@@ -260,7 +270,7 @@ pub fn _normalize_files_arrow<'py>(
         .detach(|| {
             par_map(inputs.len(), jobs, |i| {
                 let path = std::path::Path::new(inputs.get(i).map_or("", String::as_str));
-                file_batches(path, dialect.clone(), budget, batch_rows)
+                file_batches(path, dialect.clone(), budget, batch_rows, sel)
             })
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
@@ -274,12 +284,37 @@ pub fn _normalize_files_arrow<'py>(
     Ok(out)
 }
 
-/// The column names, in order (for docs and tests).
+/// The column names of a projection (`fields` as in `normalize_arrow`), in order.
 #[pyfunction]
-pub fn arrow_columns() -> Vec<String> {
-    crate::arrow::schema()
+#[pyo3(signature = (fields = None))]
+pub fn arrow_columns(fields: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    Ok(crate::arrow::schema_for(fields_arg(fields)?)
         .fields()
         .iter()
         .map(|f| f.name().clone())
-        .collect()
+        .collect())
+}
+
+/// `_native.FIELD_TABLE`: each field as `(name, type, column, nested table or None)`, in order
+/// (`arrow.py` walks it to turn rows back into events).
+pub fn field_table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn table<'py>(
+        py: Python<'py>,
+        t: &[Field],
+        parent: Option<&str>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let rows = t
+            .iter()
+            .map(|f| {
+                let col = f.column(parent);
+                let sub = match f.ty {
+                    Ty::Obj(s) => Some(table(py, s, Some(&col))?),
+                    _ => None,
+                };
+                (f.name, ty_name(f.ty), col, sub).into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, rows)
+    }
+    table(py, &FIELDS, None)
 }

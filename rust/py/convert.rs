@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::{intern, IntoPyObjectExt};
 
-use crate::event::{Event, Extra, Num, ToolResult};
+use crate::event::{Event, Num};
+use crate::fields::{self, Field, Sel, Val, Writer};
 use crate::normalize::{LineEvents, V};
 use crate::value::Value;
 
@@ -185,272 +186,126 @@ fn num<'py>(py: Python<'py>, n: Num) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-/// Append the dicts for one line's events to `out`, numbering them from `*seq`.
+/// Append the dicts for one line's events to `out`, numbering them from `*seq`; only the
+/// fields of `sel` (a projection converts neither `raw` nor `parsed` unless asked).
 pub fn line<'py>(
     py: Python<'py>,
     rec: &LineEvents<'_>,
     seq: &mut u64,
     keys: &mut KeyCache,
     out: &Bound<'py, PyList>,
+    sel: Sel,
 ) -> PyResult<()> {
-    let raw = PyString::new(py, rec.raw);
-    let mut shared = Shared::for_events(&rec.events);
-    let parsed = match rec.parsed {
-        Some(v) => shared_value(py, v, keys, &mut shared)?,
-        None => py.None().into_bound(py),
+    let raw = sel.has_name("raw").then(|| PyString::new(py, rec.raw));
+    let (parsed, shared) = if sel.has_name("parsed") {
+        let mut shared = Shared::for_events(&rec.events);
+        let parsed = match rec.parsed {
+            Some(v) => shared_value(py, v, keys, &mut shared)?,
+            None => py.None().into_bound(py),
+        };
+        (Some(parsed), shared)
+    } else {
+        (None, Shared::none())
     };
     let dialect = PyString::new(py, rec.dialect);
     for ev in &rec.events {
-        let d = event(py, ev, rec, *seq, &dialect, &shared, keys)?;
-        d.set_item(intern!(py, "raw"), &raw)?;
-        d.set_item(intern!(py, "parsed"), &parsed)?;
-        out.append(d)?;
+        let mut w = DictWriter {
+            py,
+            d: PyDict::new(py),
+            keys,
+            shared: &shared,
+            raw: raw.as_ref(),
+            parsed: parsed.as_ref(),
+            dialect: &dialect,
+            dialect_str: rec.dialect,
+            text: None,
+        };
+        fields::event(&mut w, sel, ev, rec, *seq)?;
+        out.append(w.d)?;
         *seq += 1;
     }
     Ok(())
 }
 
-fn event<'py>(
+/// The dict [`Writer`]: each field set on the dict being built (`d`; a nested object's own
+/// while the walk is inside it).
+struct DictWriter<'py, 'w> {
     py: Python<'py>,
-    ev: &Event<'_>,
-    rec: &LineEvents<'_>,
-    seq: u64,
-    dialect: &Bound<'py, PyString>,
-    shared: &Shared<'py>,
-    keys: &mut KeyCache,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "v"), intern!(py, V))?;
-    d.set_item(intern!(py, "seq"), seq)?;
-    d.set_item(intern!(py, "position"), rec.position)?;
-    d.set_item(intern!(py, "dialect"), dialect)?;
-    d.set_item(intern!(py, "kind"), ev.kind)?;
-    d.set_item(intern!(py, "subtype"), ev.subtype.as_ref())?;
-    if let Some(role) = ev.role {
-        d.set_item(intern!(py, "role"), role)?;
-    }
-    if let Some(text) = &ev.text {
-        match shared.get((text.as_ptr() as usize, text.len())) {
-            Some(obj) if !text.is_empty() => d.set_item(intern!(py, "text"), obj)?,
-            _ => d.set_item(intern!(py, "text"), text.as_ref())?,
-        }
-    }
-    if let Some(tool) = &ev.tool {
-        let t = PyDict::new(py);
-        t.set_item(intern!(py, "name"), tool.name.as_ref())?;
-        if let Some(args) = tool.arguments {
-            match shared.get((std::ptr::from_ref(args) as usize, 0)) {
-                Some(obj) => t.set_item(intern!(py, "arguments"), obj)?,
-                None => t.set_item(intern!(py, "arguments"), value(py, args, keys)?)?,
-            }
-        }
-        if let Some(id) = tool.id {
-            t.set_item(intern!(py, "id"), id)?;
-        }
-        if let Some(e) = tool.is_error {
-            t.set_item(intern!(py, "isError"), e)?;
-        }
-        d.set_item(intern!(py, "tool"), t)?;
-    }
-    if let Some(err) = &ev.error {
-        let e = PyDict::new(py);
-        e.set_item(intern!(py, "code"), err.code.as_ref())?;
-        e.set_item(intern!(py, "message"), err.message.as_ref())?;
-        e.set_item(intern!(py, "errorKind"), err.kind)?;
-        d.set_item(intern!(py, "error"), e)?;
-    }
-    if let Some(t) = &ev.retry_at {
-        d.set_item(intern!(py, "retryAt"), t.as_str())?;
-    }
-    if let Some(ms) = ev.retry_after_ms {
-        d.set_item(intern!(py, "retryAfterMs"), ms)?;
-    }
-    if let Some(u) = &ev.usage {
-        let e = PyDict::new(py);
-        if let Some(n) = u.input {
-            e.set_item(intern!(py, "inputTokens"), num(py, n)?)?;
-        }
-        if let Some(n) = u.output {
-            e.set_item(intern!(py, "outputTokens"), num(py, n)?)?;
-        }
-        if let Some(n) = u.cached {
-            e.set_item(intern!(py, "cachedTokens"), num(py, n)?)?;
-        }
-        if let Some(n) = u.cost {
-            e.set_item(intern!(py, "costUsd"), num(py, n)?)?;
-        }
-        e.set_item(intern!(py, "model"), u.model.as_ref())?;
-        if u.unknown {
-            e.set_item(intern!(py, "unknown"), true)?;
-        }
-        d.set_item(intern!(py, "usage"), e)?;
-    }
-    if let Some(scope) = ev.usage_scope {
-        d.set_item(intern!(py, "usageScope"), scope)?;
-    }
-    if let Some(id) = ev.message_id {
-        d.set_item(intern!(py, "messageId"), id)?;
-    }
-    if ev.delta {
-        d.set_item(intern!(py, "delta"), true)?;
-    }
-    if let Some(n) = ev.line_bytes {
-        d.set_item(intern!(py, "truncated"), true)?;
-        d.set_item(intern!(py, "lineBytes"), n)?;
-    }
-    if let Some(s) = ev.encoding {
-        d.set_item(intern!(py, "encoding"), s)?;
-    }
-    if let Some(n) = ev.stream_bytes {
-        d.set_item(intern!(py, "streamBytes"), n)?;
-    }
-    if let Some(x) = &ev.extra {
-        extra(py, x, &d, keys)?;
-    }
-    let m = &rec.meta;
-    if let Some(s) = m.session_id {
-        d.set_item(intern!(py, "sessionId"), s)?;
-    }
-    if let Some(s) = m.timestamp {
-        d.set_item(intern!(py, "timestamp"), s)?;
-    }
-    if let Some(s) = m.parent_tool_use_id {
-        d.set_item(intern!(py, "parentToolUseId"), s)?;
-    }
-    if let Some(s) = m.native_type {
-        d.set_item(intern!(py, "nativeType"), s)?;
-    }
-    if let Some(s) = m.model_call_id {
-        d.set_item(intern!(py, "modelCallId"), s)?;
-    }
-    if let Some(s) = m.native_id {
-        d.set_item(intern!(py, "nativeId"), s)?;
-    }
-    if let Some(s) = m.stop_reason {
-        d.set_item(intern!(py, "stopReason"), s)?;
-    }
-    if let Some(v) = m.duration_ms {
-        d.set_item(intern!(py, "durationMs"), value(py, v, keys)?)?;
-    }
-    if let Some(s) = m.result_text {
-        d.set_item(intern!(py, "resultText"), s)?;
-    }
-    if let Some(v) = m.structured_output {
-        d.set_item(intern!(py, "structuredOutput"), value(py, v, keys)?)?;
-    }
-    if m.repeats_error {
-        d.set_item(intern!(py, "repeatsError"), true)?;
-    }
-    if m.partial {
-        d.set_item(intern!(py, "partial"), true)?;
-    }
-    if m.result_joins_messages {
-        d.set_item(intern!(py, "resultJoinsMessages"), true)?;
-    }
-    if let Some(s) = m.request_id {
-        d.set_item(intern!(py, "requestId"), s)?;
-    }
-    if let Some(s) = m.agent_id {
-        d.set_item(intern!(py, "agentId"), s)?;
-    }
-    if m.sidechain {
-        d.set_item(intern!(py, "sidechain"), true)?;
-    }
-    if rec.repairs > 0 {
-        d.set_item(intern!(py, "repairedSurrogates"), rec.repairs)?;
-    }
-    Ok(d)
+    d: Bound<'py, PyDict>,
+    keys: &'w mut KeyCache,
+    shared: &'w Shared<'py>,
+    raw: Option<&'w Bound<'py, PyString>>,
+    parsed: Option<&'w Bound<'py, PyAny>>,
+    dialect: &'w Bound<'py, PyString>,
+    dialect_str: &'w str,
+    /// the event's `text` object, for a `toolResult` that repeats it
+    text: Option<Bound<'py, PyAny>>,
 }
 
-/// The per-event oneshot extras (docs/events.md), in output order.
-fn extra<'py>(
-    py: Python<'py>,
-    x: &Extra<'_>,
-    d: &Bound<'py, PyDict>,
-    keys: &mut KeyCache,
-) -> PyResult<()> {
-    if let Some(c) = x.tool_class {
-        d.set_item(intern!(py, "toolClass"), c)?;
+impl<'py> DictWriter<'py, '_> {
+    fn object(&mut self, o: fields::Obj<'_>) -> PyResult<Bound<'py, PyDict>> {
+        let outer = std::mem::replace(&mut self.d, PyDict::new(self.py));
+        let walked = o.walk(self);
+        let inner = std::mem::replace(&mut self.d, outer);
+        walked.map(|()| inner)
     }
-    if let Some(n) = &x.provider_tool_name {
-        d.set_item(intern!(py, "providerToolName"), n.as_ref())?;
-    }
-    if let Some(a) = &x.provider_arguments {
-        d.set_item(intern!(py, "providerArguments"), value(py, a, keys)?)?;
-    }
-    match &x.tool_result {
-        Some(ToolResult::Value(v)) => {
-            d.set_item(intern!(py, "toolResult"), value(py, v, keys)?)?;
-        }
-        Some(ToolResult::Text) => match d.get_item(intern!(py, "text"))? {
-            Some(t) => d.set_item(intern!(py, "toolResult"), t)?,
-            None => d.set_item(intern!(py, "toolResult"), "")?,
-        },
-        None => {}
-    }
-    if !x.file_changes.is_empty() {
-        let list = PyList::empty(py);
-        for (event, path, diff) in &x.file_changes {
-            let c = PyDict::new(py);
-            c.set_item(intern!(py, "event"), *event)?;
-            c.set_item(intern!(py, "path"), path.as_ref())?;
-            if let Some(diff) = diff {
-                c.set_item(intern!(py, "diff"), *diff)?;
+}
+
+impl Writer for DictWriter<'_, '_> {
+    type Error = PyErr;
+
+    #[inline]
+    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> PyResult<()> {
+        let Some(v) = v else {
+            return Ok(());
+        };
+        let py = self.py;
+        let key = f.key.get(py);
+        match v {
+            Val::Str(s) if std::ptr::eq(s, self.dialect_str) => self.d.set_item(key, self.dialect),
+            Val::Str(s) if std::ptr::eq(s, V) => self.d.set_item(key, intern!(py, V)),
+            Val::Str(s) => self.d.set_item(key, s),
+            Val::Text(text) => {
+                let obj = match self.shared.get((text.as_ptr() as usize, text.len())) {
+                    Some(obj) if !text.is_empty() => obj.clone(),
+                    _ => PyString::new(py, text).into_any(),
+                };
+                self.d.set_item(key, &obj)?;
+                self.text = Some(obj);
+                Ok(())
             }
-            list.append(c)?;
+            Val::UInt(n) => self.d.set_item(key, n),
+            Val::Bool(b) => self.d.set_item(key, b),
+            Val::Num(n) => self.d.set_item(key, num(py, n)?),
+            Val::Null => self.d.set_item(key, py.None()),
+            Val::Json(v) => self.d.set_item(key, value(py, v, self.keys)?),
+            Val::Args(args) => match self.shared.get((std::ptr::from_ref(args) as usize, 0)) {
+                Some(obj) => self.d.set_item(key, obj),
+                None => self.d.set_item(key, value(py, args, self.keys)?),
+            },
+            Val::SameAsText(_) => match &self.text {
+                Some(t) => self.d.set_item(key, t),
+                None => self.d.set_item(key, ""),
+            },
+            Val::Obj(o) => {
+                let inner = self.object(o)?;
+                self.d.set_item(key, inner)
+            }
+            Val::Changes(changes) => {
+                let list = PyList::empty(py);
+                for c in changes {
+                    list.append(self.object(fields::Obj::Change(c))?)?;
+                }
+                self.d.set_item(key, list)
+            }
+            Val::Raw(s) => match self.raw {
+                Some(raw) => self.d.set_item(key, raw),
+                None => self.d.set_item(key, s),
+            },
+            Val::Parsed => match self.parsed {
+                Some(p) => self.d.set_item(key, p),
+                None => self.d.set_item(key, py.None()),
+            },
         }
-        d.set_item(intern!(py, "fileChanges"), list)?;
     }
-    if let Some(s) = &x.subagent {
-        let o = PyDict::new(py);
-        o.set_item(intern!(py, "id"), s.id.as_ref())?;
-        o.set_item(intern!(py, "phase"), s.phase)?;
-        if let Some(n) = &s.name {
-            o.set_item(intern!(py, "name"), n.as_ref())?;
-        }
-        if let Some(n) = &s.kind {
-            o.set_item(intern!(py, "type"), n.as_ref())?;
-        }
-        if let Some(n) = &s.description {
-            o.set_item(intern!(py, "description"), n.as_ref())?;
-        }
-        if let Some(n) = &s.prompt {
-            o.set_item(intern!(py, "prompt"), n.as_ref())?;
-        }
-        if let Some(n) = s.disposition {
-            o.set_item(intern!(py, "disposition"), n)?;
-        }
-        if let Some(n) = s.alias {
-            o.set_item(intern!(py, "alias"), n)?;
-        }
-        d.set_item(intern!(py, "subagent"), o)?;
-    }
-    if let Some(b) = x.tokens_before {
-        d.set_item(intern!(py, "tokensBefore"), value(py, b, keys)?)?;
-    }
-    if let Some(a) = x.tokens_after {
-        d.set_item(intern!(py, "tokensAfter"), value(py, a, keys)?)?;
-    }
-    if x.retry {
-        d.set_item(intern!(py, "retry"), true)?;
-    }
-    if x.delta_only {
-        d.set_item(intern!(py, "deltaOnly"), true)?;
-    }
-    if let Some(r) = x.reasoning_tokens {
-        d.set_item(intern!(py, "reasoningTokens"), value(py, r, keys)?)?;
-    }
-    if x.empty_result {
-        d.set_item(intern!(py, "emptyResult"), true)?;
-    }
-    if x.answer {
-        d.set_item(intern!(py, "answer"), true)?;
-    }
-    if let Some(p) = x.partial_arguments {
-        d.set_item(intern!(py, "partialArguments"), p)?;
-    }
-    if x.continuation {
-        d.set_item(intern!(py, "continuation"), true)?;
-    }
-    Ok(())
 }

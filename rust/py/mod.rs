@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::budget::{Budget, OutOfMemory, MAX_DEPTH_LIMIT};
 use crate::dialect::{AnyDialect, NameError, DIALECTS};
+use crate::fields::{Sel, FIELDS};
 use crate::jsonl;
 use crate::mapping::Mapping;
 use crate::normalize::{Engine, LineEvents};
@@ -93,6 +94,35 @@ pub(crate) fn budget_arg(max_line_bytes: i64, max_depth: i64, max_nodes: i64) ->
     })
 }
 
+/// The projection a `fields` argument names: `None` or `"all"` (every field), `"lean"` (all but
+/// `raw` and `parsed`), or field names (`v`, `seq`, `position`, `dialect`, `kind`, `subtype`
+/// always kept); an unknown name is a `ValueError` naming the valid ones.
+pub(crate) fn fields_arg(fields: Option<&Bound<'_, PyAny>>) -> PyResult<Sel> {
+    let Some(f) = fields.filter(|f| !f.is_none()) else {
+        return Ok(Sel::ALL);
+    };
+    if let Ok(name) = f.extract::<String>() {
+        return match name.as_str() {
+            "all" => Ok(Sel::ALL),
+            "lean" => Ok(Sel::lean()),
+            other => Err(PyValueError::new_err(format!(
+                "fields must be None, \"all\", \"lean\" or a list of field names, not the string {other:?}"
+            ))),
+        };
+    }
+    let names: Vec<String> = f
+        .try_iter()?
+        .map(|n| n?.extract())
+        .collect::<PyResult<_>>()?;
+    Sel::names(names.iter().map(String::as_str)).map_err(|bad| {
+        let valid: Vec<&str> = FIELDS.iter().map(|f| f.name).collect();
+        PyValueError::new_err(format!(
+            "unknown event field {bad:?}; valid fields: {}",
+            valid.join(", ")
+        ))
+    })
+}
+
 /// Run `f` with Python's cyclic GC paused (restored after, error or not). Building many
 /// acyclic dicts otherwise triggers collections that only scan them; the events hold no cycles.
 fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
@@ -117,11 +147,17 @@ struct DictSink<'py, 'l> {
     py: Python<'py>,
     keys: &'l mut convert::KeyCache,
     out: &'l Bound<'py, PyList>,
+    sel: Sel,
 }
 
 impl<'py, 'l> DictSink<'py, 'l> {
-    fn new(py: Python<'py>, keys: &'l mut convert::KeyCache, out: &'l Bound<'py, PyList>) -> Self {
-        DictSink { py, keys, out }
+    fn new(
+        py: Python<'py>,
+        keys: &'l mut convert::KeyCache,
+        out: &'l Bound<'py, PyList>,
+        sel: Sel,
+    ) -> Self {
+        DictSink { py, keys, out, sel }
     }
 }
 
@@ -129,7 +165,7 @@ impl Sink for DictSink<'_, '_> {
     type Error = PyErr;
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> PyResult<()> {
-        convert::line(self.py, rec, seq, self.keys, self.out)
+        convert::line(self.py, rec, seq, self.keys, self.out, self.sel)
     }
 
     fn group_bytes(&self) -> usize {
@@ -153,7 +189,7 @@ impl From<OutOfMemory> for PyErr {
 
 /// Normalize a whole stream (bytes) to a list of event dicts.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None))]
 fn normalize<'py>(
     py: Python<'py>,
     data: PyBackedBytes,
@@ -161,12 +197,13 @@ fn normalize<'py>(
     max_line_bytes: i64,
     max_depth: i64,
     max_nodes: i64,
+    fields: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let engine = Engine::new(
         dialect_arg(dialect)?,
         budget_arg(max_line_bytes, max_depth, max_nodes)?,
     );
-    dicts(py, engine, &data, true)
+    dicts(py, engine, &data, true, fields_arg(fields)?)
 }
 
 /// The event dicts of `bytes` fed to `engine` (a fresh one), the stream finished when `last`;
@@ -176,11 +213,12 @@ fn dicts<'py>(
     mut engine: Engine,
     bytes: &[u8],
     last: bool,
+    sel: Sel,
 ) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     let mut seq = 0u64;
     let mut keys = convert::KeyCache::new();
-    let mut sink = DictSink::new(py, &mut keys, &out);
+    let mut sink = DictSink::new(py, &mut keys, &out, sel);
     gc_paused(py, bytes.len() >= DETACH_BYTES, || {
         sink::feed(&mut engine, &mut seq, bytes, &mut sink)?;
         if last {
@@ -193,7 +231,7 @@ fn dicts<'py>(
 
 /// Normalize a whole stream to JSONL bytes, without Python objects and with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+#[pyo3(signature = (data, dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None))]
 fn normalize_jsonl<'py>(
     py: Python<'py>,
     data: PyBackedBytes,
@@ -201,12 +239,14 @@ fn normalize_jsonl<'py>(
     max_line_bytes: i64,
     max_depth: i64,
     max_nodes: i64,
+    fields: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let sel = fields_arg(fields)?;
     let bytes: &[u8] = &data;
     let out = py
-        .detach(|| jsonl::normalize_jsonl(bytes, dialect, budget))
+        .detach(|| jsonl::normalize_jsonl(bytes, dialect, budget, sel))
         .map_err(oom)?;
     Ok(PyBytes::new(py, &out))
 }
@@ -218,7 +258,7 @@ fn normalize_jsonl<'py>(
 /// `(errno, message)` when reading or writing failed. With `tag_source` every line ends with
 /// `"source": <input path as given>` (the CLI's field for several inputs).
 #[pyfunction]
-#[pyo3(signature = (inputs, outputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, tag_source, split_bytes = None))]
+#[pyo3(signature = (inputs, outputs, dialect, max_line_bytes, max_depth, max_nodes, jobs, tag_source, split_bytes = None, fields = None))]
 #[allow(clippy::too_many_arguments)]
 fn normalize_files<'py>(
     py: Python<'py>,
@@ -231,9 +271,11 @@ fn normalize_files<'py>(
     jobs: Option<usize>,
     tag_source: bool,
     split_bytes: Option<u64>,
+    fields: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    let sel = fields_arg(fields)?;
     if let Some(o) = &outputs {
         if o.len() != inputs.len() {
             return Err(PyValueError::new_err(
@@ -257,6 +299,7 @@ fn normalize_files<'py>(
                 .and_then(|o| o.get(i))
                 .map(std::path::Path::new),
             source: tag_source.then_some(input.as_str()),
+            sel,
         })
         .collect();
     let results = py
@@ -365,7 +408,7 @@ pub(crate) fn range_engine(
 /// ([`range_engine`]; the stream is finished only when `last`). `seq` counts from 0 within
 /// the range.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None))]
 #[allow(clippy::too_many_arguments)]
 fn _normalize_range<'py>(
     py: Python<'py>,
@@ -376,10 +419,11 @@ fn _normalize_range<'py>(
     max_line_bytes: i64,
     max_depth: i64,
     max_nodes: i64,
+    fields: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
-    dicts(py, engine, &data, last)
+    dicts(py, engine, &data, last, fields_arg(fields)?)
 }
 
 /// Incremental normalizer: `feed(chunk)` then `finish()`.
@@ -401,6 +445,8 @@ struct State {
     writer: jsonl::LineWriter,
     /// Object keys as Python strings, kept from one `feed` to the next.
     keys: convert::KeyCache,
+    /// The fields of every output of this stream.
+    sel: Sel,
 }
 
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
@@ -424,8 +470,8 @@ impl Normalizer {
             return Err(PyValueError::new_err("feed() after finish()"));
         }
         let bytes: Option<&[u8]> = chunk.as_deref();
-        let (engine, seq) = (&mut state.engine, &mut state.seq);
-        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows));
+        let (engine, seq, sel) = (&mut state.engine, &mut state.seq, state.sel);
+        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows, sel));
         out.map_err(|e| {
             if arrow::is_oom(&e) {
                 state.failed = true;
@@ -449,14 +495,16 @@ impl Normalizer {
 #[pymethods]
 impl Normalizer {
     #[new]
-    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None))]
+    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None))]
     fn new(
         dialect: &Bound<'_, PyAny>,
         max_line_bytes: i64,
         max_depth: i64,
         max_nodes: i64,
         source: Option<&str>,
+        fields: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let sel = fields_arg(fields)?;
         Ok(Normalizer {
             state: Mutex::new(State {
                 engine: Engine::new(
@@ -465,8 +513,9 @@ impl Normalizer {
                 ),
                 seq: 0,
                 failed: false,
-                writer: jsonl::LineWriter::new(source),
+                writer: jsonl::LineWriter::new(source, sel),
                 keys: convert::KeyCache::new(),
+                sel,
             }),
         })
     }
@@ -557,7 +606,7 @@ impl Normalizer {
         let bytes: &[u8] = &chunk;
         let out = PyList::empty(py);
         let (engine, seq, keys) = (&mut state.engine, &mut state.seq, &mut state.keys);
-        let mut sink = DictSink::new(py, keys, &out);
+        let mut sink = DictSink::new(py, keys, &out, state.sel);
         let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
             sink::feed(engine, seq, bytes, &mut sink)
         });
@@ -577,7 +626,7 @@ impl Normalizer {
             return Err(PyValueError::new_err(FAILED));
         }
         let out = PyList::empty(py);
-        let mut sink = DictSink::new(py, &mut state.keys, &out);
+        let mut sink = DictSink::new(py, &mut state.keys, &out, state.sel);
         let done = sink::finish(&mut state.engine, &mut state.seq, &mut sink);
         if done
             .as_ref()
@@ -613,6 +662,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;
+    m.add(
+        "EVENT_FIELDS",
+        PyTuple::new(m.py(), FIELDS.iter().map(|f| f.name))?,
+    )?;
+    m.add("FIELD_TABLE", arrow::field_table(m.py())?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,12 +16,12 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
     let seed = data.first().copied().unwrap_or(0);
     let (d, budget) = pick(seed);
     // an allocation failure is a typed error, never an abort; the fuzzer's inputs are small
-    let Ok(whole) = normalize_jsonl(data, d.clone(), budget) else {
+    let Ok(whole) = normalize_jsonl(data, d.clone(), budget, _native::fields::Sel::ALL) else {
         return 0;
     };
     // any chunking, same bytes
     let step = 1 + usize::from(data.get(1).copied().unwrap_or(0)) % 61;
-    let mut s = Stream::new(d, budget, None);
+    let mut s = Stream::new(d, budget, None, _native::fields::Sel::ALL);
     let mut chunked = Vec::new();
     for chunk in data.chunks(step) {
         if s.feed(chunk, &mut chunked).is_err() {

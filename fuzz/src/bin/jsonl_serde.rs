@@ -35,7 +35,7 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
         }
     }
     let (d, budget) = pick(seed);
-    let Ok(jsonl) = normalize_jsonl(body, d, budget) else {
+    let Ok(jsonl) = normalize_jsonl(body, d, budget, _native::fields::Sel::ALL) else {
         return 0;
     };
     let text = std::str::from_utf8(&jsonl).expect("JSONL is UTF-8");

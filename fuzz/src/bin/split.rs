@@ -18,7 +18,7 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
     let seed = data.first().copied().unwrap_or(0);
     let (d, budget) = pick(seed);
     let target = 1 + u64::from(data.get(1).copied().unwrap_or(0));
-    let Ok(whole) = normalize_jsonl(data, d.clone(), budget) else {
+    let Ok(whole) = normalize_jsonl(data, d.clone(), budget, _native::fields::Sel::ALL) else {
         return 0;
     };
     let mut src: &[u8] = data;

@@ -22,6 +22,7 @@ from .sniff import AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK, sniff, tentative
 
 __all__ = [
     "DIALECTS",
+    "EVENT_FIELDS",
     "MappedDialect",
     "Normalizer",
     "check_options",
@@ -53,6 +54,63 @@ _LINE_ORDER = (
 )  # fmt: skip
 # line-level fields before ``nativeType``, in this order
 _LINE_HEAD = ("sessionId", "timestamp", "parentToolUseId")
+
+#: Every event field in output order (the core declares the same table: ``rust/fields.rs``;
+#: a test holds the two and docs/events.md together).
+EVENT_FIELDS: tuple[str, ...] = (
+    ("v", "seq", "position", "dialect", "kind", "subtype", *_ORDER, *_LINE_HEAD, "nativeType",
+     *_LINE_ORDER, "repairedSurrogates", "raw", "parsed")
+)  # fmt: skip
+#: Fields every projection keeps.
+ALWAYS_FIELDS = ("v", "seq", "position", "dialect", "kind", "subtype")
+#: Fields whose values are JSON trees: a projection's JSONL writes them as the JSON text of
+#: their value (one JSON type per key across a file). ``tool.arguments`` too.
+TREE_FIELDS = frozenset({"providerArguments", "toolResult", "structuredOutput", "parsed"})
+
+
+def resolve_fields(fields: Any) -> tuple[str, ...] | None:
+    """The fields a ``fields`` argument names, in output order, or None for every field:
+    ``None`` or ``"all"``; ``"lean"`` (all but ``raw`` and ``parsed``); or field names
+    (:data:`ALWAYS_FIELDS` always kept). An unknown name is an ``InvalidOption`` (a
+    ``ValueError``) naming the valid ones."""
+    if fields is None or fields == "all":
+        return None
+    if fields == "lean":
+        return tuple(f for f in EVENT_FIELDS if f not in ("raw", "parsed"))
+    if isinstance(fields, str):
+        raise InvalidOption(
+            'fields must be None, "all", "lean" or a list of field names, '
+            f"not the string {fields!r}"
+        )
+    try:
+        names = list(fields)
+    except TypeError:
+        raise TypeError(
+            f"fields must be None, a string or a list of field names, not {type(fields).__name__}"
+        ) from None
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"field names must be str, not {type(n).__name__}")
+        if n not in EVENT_FIELDS:
+            raise InvalidOption(
+                f"unknown event field {n!r}; valid fields: {', '.join(EVENT_FIELDS)}"
+            )
+    keep = set(names) | set(ALWAYS_FIELDS)
+    if keep >= set(EVENT_FIELDS):
+        return None
+    return tuple(f for f in EVENT_FIELDS if f in keep)
+
+
+def project(ev: Event, size: int, keep: tuple[str, ...]) -> Event:
+    """The projection of a full event: the fields of ``keep`` in output order, ``lineBytes``
+    (the line's length in bytes when the event does not give it) on every event."""
+    out: Event = {}
+    for k in keep:
+        if k == "lineBytes":
+            out[k] = ev.get(k, size)
+        elif k in ev:
+            out[k] = ev[k]
+    return out
 
 
 def check_options(
@@ -98,8 +156,10 @@ class Normalizer:
         max_line_bytes: int = 64 << 20,
         max_depth: int = 64,
         max_nodes: int = 1_000_000,
+        fields: Any = None,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        self._keep = resolve_fields(fields)
         self._dialect: Any = None if dialect == "auto" else _resolve(dialect)
         self._max_line_bytes = max_line_bytes
         self._max_depth = max_depth
@@ -148,7 +208,7 @@ class Normalizer:
             # settles on the fallback dialect without announcing it
             if self._dialect is None:
                 self._dialect = _resolve(FALLBACK)
-            self._push(_stream_error(wide, self._dialect.NAME), out)
+            self._push(_stream_error(wide, self._dialect.NAME), out, wide.bytes)
         return out
 
     def _lines(self, lines: Iterable[Line], final: bool) -> list[Event]:
@@ -201,25 +261,26 @@ class Normalizer:
                     first.value if first.ok else None,
                 ),
                 out,
+                first.size,
             )
         for p in held:
             self._emit(p, out)
 
-    def _push(self, ev: Event, out: list[Event]) -> None:
+    def _push(self, ev: Event, out: list[Event], size: int) -> None:
         ev["seq"] = self._seq
         self._seq += 1
-        out.append(ev)
+        out.append(ev if self._keep is None else project(ev, size, self._keep))
 
     def _emit(self, p: Prepared, out: list[Event]) -> None:
         module = self._dialect
         dialect = module.NAME
         if p.event is not None:
-            self._push(_finish(p.position, dialect, p.event, p.raw, None), out)
+            self._push(_finish(p.position, dialect, p.event, p.raw, None), out, p.size)
             return
         value = p.value
         extra: dict[str, Any] = {"repairedSurrogates": p.repairs} if p.repairs else {}
         if not isinstance(value, dict):
-            self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out)
+            self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out, p.size)
             return
         events = module.map_line(value) or [UNKNOWN]
         classify_tools(events)
@@ -236,7 +297,7 @@ class Normalizer:
                 line_meta[k] = m[k]
         line_meta.update(extra)
         for ev in events:
-            self._push(_finish(p.position, dialect, ev, p.raw, value, line_meta), out)
+            self._push(_finish(p.position, dialect, ev, p.raw, value, line_meta), out, p.size)
 
     def _prepare(self, line: Line) -> Prepared | None:
         """Framing-level outcome of one line: None (blank), an error/non_json event, or a value."""
@@ -396,20 +457,42 @@ def normalize(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: Any = None,
 ) -> list[Event]:
-    """Normalize a whole stream to events/v1 events (plain dicts)."""
+    """Normalize a whole stream to events/v1 events (plain dicts); ``fields`` picks the fields
+    (:func:`resolve_fields`)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    n = Normalizer(dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes)
+    n = Normalizer(
+        dialect,
+        max_line_bytes=max_line_bytes,
+        max_depth=max_depth,
+        max_nodes=max_nodes,
+        fields=fields,
+    )
     return n.feed(data) + n.finish()
 
 
-def dumps_jsonl(events: Iterable[Event]) -> bytes:
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_texts(ev: Event) -> Event:
+    """A projected event as its JSONL writes it: each tree (:data:`TREE_FIELDS`,
+    ``tool.arguments``) the JSON text of its value."""
+    out = {k: _dumps(v) if k in TREE_FIELDS else v for k, v in ev.items()}
+    tool = out.get("tool")
+    if isinstance(tool, dict) and "arguments" in tool:
+        out["tool"] = {k: _dumps(v) if k == "arguments" else v for k, v in tool.items()}
+    return out
+
+
+def dumps_jsonl(events: Iterable[Event], *, projected: bool = False) -> bytes:
     """Events as JSONL: ``json.dumps`` with compact separators and ``ensure_ascii=False``, UTF-8,
-    one LF-terminated line per event. ``checkfu_fast.normalize_jsonl`` writes these bytes."""
+    one LF-terminated line per event. ``checkfu_fast.normalize_jsonl`` writes these bytes.
+    ``projected`` (events of a projection): trees as JSON text (:func:`_json_texts`)."""
     return b"".join(
-        json.dumps(ev, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        for ev in events
+        _dumps(_json_texts(ev) if projected else ev).encode("utf-8") + b"\n" for ev in events
     )
 
 
@@ -420,10 +503,15 @@ def normalize_jsonl(
     max_line_bytes: int = 64 << 20,
     max_depth: int = 64,
     max_nodes: int = 1_000_000,
+    fields: Any = None,
 ) -> bytes:
     """:func:`normalize` as JSONL bytes (:func:`dumps_jsonl` of the events)."""
-    return dumps_jsonl(
-        normalize(
-            data, dialect, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
-        )
+    events = normalize(
+        data,
+        dialect,
+        max_line_bytes=max_line_bytes,
+        max_depth=max_depth,
+        max_nodes=max_nodes,
+        fields=fields,
     )
+    return dumps_jsonl(events, projected=resolve_fields(fields) is not None)
