@@ -11,6 +11,8 @@ Paths (``MB`` is the input size; the ``files_*`` paths process two copies of the
 their ``MB`` is twice the corpus):
 
 * ``normalize_dicts``: ``checkfu_fast.normalize`` (event dicts);
+* ``normalize_dicts_lean``, ``normalize_jsonl_lean``, ``normalize_arrow_lean``: the same three
+  outputs with ``fields="lean"`` (no ``raw``/``parsed``: what analysis reads);
 * ``normalize_jsonl``: ``checkfu_fast.normalize_jsonl`` (JSONL bytes, no Python objects);
 * ``normalize_orjson_dumps``: ``normalize`` + ``orjson.dumps`` per event (the CLI's method
   before ``normalize_jsonl``);
@@ -104,6 +106,9 @@ def _chunked_jsonl(data: bytes) -> bytes:
 
 PATHS = (
     "normalize_dicts",
+    "normalize_dicts_lean",
+    "normalize_jsonl_lean",
+    "normalize_arrow_lean",
     "normalize_jsonl",
     "normalize_orjson_dumps",
     "split_orjson_loads",
@@ -149,9 +154,25 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
     c = _corpus(corpus, size, tmp_path_factory.getbasetemp())
     data, files, jsonl = c["data"], c["files"], c["jsonl"]
     mb = len(data) / 1e6
+    kwargs: dict[str, Any] = {}
     if path == "normalize_dicts":
         fn, args = checkfu_fast.normalize, (data,)
         agrees = _decoded(jsonl) == strict_key(fn(data))
+    elif path.endswith("_lean"):
+        full = checkfu_fast.normalize(data)
+        kind = path.removeprefix("normalize_").removesuffix("_lean")
+        fn = {
+            "dicts": checkfu_fast.normalize,
+            "jsonl": checkfu_fast.normalize_jsonl,
+            "arrow": checkfu_fast.normalize_arrow,
+        }[kind]
+        args, kwargs = (data,), {"fields": "lean"}
+        lean = checkfu_fast.normalize(data, fields="lean")
+        agrees = len(lean) == len(full) and all(
+            {k: v for k, v in a.items() if k != "lineBytes"}
+            == {k: v for k, v in b.items() if k not in ("raw", "parsed", "lineBytes")}
+            for a, b in zip(lean, full, strict=True)
+        )
     elif path == "normalize_jsonl":
         fn, args = checkfu_fast.normalize_jsonl, (data,)
         agrees = fn(data) == jsonl
@@ -219,7 +240,9 @@ def test_outputs(benchmark: Any, corpus: str, path: str, tmp_path_factory: Any) 
     benchmark.group = f"outputs-{corpus}"
     benchmark.extra_info.update(MB=mb, path=path, corpus=corpus, agrees=agrees)
     try:
-        benchmark.pedantic(fn, args=args, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+        benchmark.pedantic(
+            fn, args=args, kwargs=kwargs, rounds=ROUNDS, iterations=1, warmup_rounds=1
+        )
     finally:
         if path.startswith("files_out_"):
             shutil.rmtree(out, ignore_errors=True)
