@@ -64,8 +64,12 @@ def test_by_model_json(capsys):
     )
     assert rc == 0
     doc = json.loads(out)
-    assert list(doc["byModel"]) == ["claude-sonnet-4-5-20250929"]
-    assert doc["total"]["costUsd"] == 0.16020265  # the result's total_cost_usd
+    # each model of the result's modelUsage with its own counts and costUSD (the haiku helper
+    # apart from the main model); together the run's counter and total_cost_usd
+    assert list(doc["byModel"]) == ["claude-3-5-haiku-20241022", "claude-sonnet-4-5-20250929"]
+    assert doc["byModel"]["claude-sonnet-4-5-20250929"]["inputTokens"] == 188910
+    assert doc["byModel"]["claude-3-5-haiku-20241022"]["costUsd"] == pytest.approx(0.0125248)
+    assert doc["total"]["costUsd"] == pytest.approx(0.16020265, abs=1e-12)
     assert doc["total"]["inputTokens"] == 201826  # the modelUsage sum (the run's counter)
 
 

@@ -322,7 +322,16 @@ def _has_tokens(r: _Rec) -> bool:
 class _Scope:
     """One session inside one stream."""
 
-    __slots__ = ("closed", "counter", "counter_at", "covered", "dialect", "messages", "plain")
+    __slots__ = (
+        "closed",
+        "counter",
+        "counter_at",
+        "covered",
+        "dialect",
+        "messages",
+        "plain",
+        "prior",
+    )
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
@@ -332,6 +341,14 @@ class _Scope:
         self.counter: list[_Rec] = []  # the running cumulative counter (one line's readings)
         self.counter_at: Any = None  # the position of that line
         self.closed: list[_Rec] = []  # earlier counters that were reset
+        self.prior: list[_Rec] = []  # the counter line before ``counter``, not yet compared
+
+    def settle(self) -> None:
+        """``counter`` replaces ``prior`` while no count went down (the counter grew, summed
+        over the line's models); else ``prior`` was reset and counts on its own."""
+        if self.prior and self.counter and not _sum(self.counter).covers(_sum(self.prior)):
+            self.closed += self.prior
+        self.prior = []
 
     def cover(self) -> None:
         """A counter covers the message and turn usage before it."""
@@ -340,6 +357,7 @@ class _Scope:
         self.plain.clear()
 
     def readings(self) -> list[_Rec]:
+        self.settle()
         out = list(self.closed)
         out += self.counter
         out += self.messages.values()
@@ -619,8 +637,8 @@ class UsageFold:
             if scope.counter and at is not None and at == scope.counter_at:
                 scope.counter.append(rec)  # one line reporting several models
                 return
-            if scope.counter and not rec.covers(_sum(scope.counter)):
-                scope.closed += scope.counter
+            scope.settle()  # the line before is complete: compare it with its predecessor
+            scope.prior = scope.counter
             scope.counter = [rec]
             scope.counter_at = at
         elif scope_name == "message" and isinstance(ev.get("messageId"), str):

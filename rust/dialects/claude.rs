@@ -843,8 +843,12 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
-        let first = model_usage.and_then(main_model);
         let cost = v.get("total_cost_usd");
+        if let Some(shares) = model_usage.and_then(|m| model_usage_shares(m, cost)) {
+            out.extend(shares);
+            return;
+        }
+        let first = model_usage.and_then(main_model);
         let mut ev = model_usage
             .and_then(|m| model_usage_total(m, cost))
             .unwrap_or_else(|| claude_usage("cumulative", None, v.get("usage"), cost));
@@ -913,6 +917,50 @@ fn model_usage_total<'v>(
         });
     }
     Some(ev)
+}
+
+/// Each model's own share of the run's counter (one cumulative event per `modelUsage` model,
+/// with its counts and `costUSD`), when two or more models have counts and, if the result has
+/// a `total_cost_usd`, each of them has its own `costUSD`; else `None` (the sum is used).
+fn model_usage_shares<'v>(
+    model_usage: &'v Value<'v>,
+    cost: Option<&'v Value<'v>>,
+) -> Option<Vec<Event<'v>>> {
+    if !model_usage.is_object() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (key, e) in model_usage.dict_items() {
+        if !e.is_object() {
+            continue;
+        }
+        let read = e.get("cacheReadInputTokens");
+        let inputs = [
+            e.get("inputTokens"),
+            read,
+            e.get("cacheCreationInputTokens"),
+        ];
+        let mut ev = usage(
+            "cumulative",
+            None,
+            &inputs,
+            read,
+            &[e.get("outputTokens")],
+            e.get("costUSD"),
+        );
+        let u = ev.usage.as_mut()?;
+        if u.unknown {
+            continue;
+        }
+        if u.cost.is_none() && Num::count(cost).is_some() {
+            return None;
+        }
+        if !key.is_empty() {
+            u.model = Cow::Borrowed(key);
+        }
+        out.push(ev);
+    }
+    (out.len() >= 2).then_some(out)
 }
 
 /// The `modelUsage` key that cost the most (the main model, not the helper one); ties go to

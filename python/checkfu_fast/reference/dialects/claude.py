@@ -651,6 +651,9 @@ def _result(v: dict[str, Any]) -> list[Event]:
         out.append(done)
     if "usage" in v or "total_cost_usd" in v:
         model_usage = v.get("modelUsage")
+        shares = _model_usage_shares(model_usage, v.get("total_cost_usd"))
+        if shares is not None:
+            return out + shares
         model = _main_model(model_usage)
         ev = _model_usage_total(model, model_usage, v.get("total_cost_usd"))
         out.append(ev or claude_usage("cumulative", model, v.get("usage"), v.get("total_cost_usd")))
@@ -665,6 +668,29 @@ def _empty_answer(v: dict[str, Any]) -> bool:
         return False
     r = v.get("result")
     return not (isinstance(r, str) and r.strip(" \t\n\r"))
+
+
+def _model_usage_shares(model_usage: Any, cost: Any) -> list[Event] | None:
+    """Each model's own share of the run's counter (one cumulative event per ``modelUsage``
+    model, with its counts and ``costUSD``), when two or more models have counts and, if the
+    result has a ``total_cost_usd``, each of them has its own ``costUSD``; else None."""
+    if not isinstance(model_usage, dict):
+        return None
+    out = []
+    for key, e in model_usage.items():
+        if not isinstance(e, dict):
+            continue
+        read = e.get("cacheReadInputTokens")
+        inputs = [e.get("inputTokens"), read, e.get("cacheCreationInputTokens")]
+        ev = usage("cumulative", None, inputs, read, [e.get("outputTokens")], e.get("costUSD"))
+        if ev["usage"].get("unknown"):
+            continue
+        if "costUsd" not in ev["usage"] and is_count(cost):
+            return None
+        if key:
+            ev["usage"]["model"] = key
+        out.append(ev)
+    return out if len(out) >= 2 else None
 
 
 def _model_usage_total(model: Any, model_usage: Any, cost: Any) -> Event | None:
