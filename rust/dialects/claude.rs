@@ -34,7 +34,12 @@ fn progress_field(s: &str) -> Option<Option<&'static str>> {
         | "hook_progress"
         | "hook_response"
         | "files_persisted"
-        | "elicitation_complete" => None,
+        | "elicitation_complete"
+        | "memory_recall" => None,
+        // the rest of the Agent SDK's SDKMessage union (sdk.d.ts, issue 25)
+        "informational" => Some("content"),
+        "control_request_progress" | "plugin_install" => Some("status"),
+        "worker_shutting_down" => Some("reason"),
         "permission_denied" => Some("message"),
         "notification" => Some("text"),
         "session_state_changed" => Some("state"),
@@ -54,6 +59,8 @@ fn top_progress_field(t: &str) -> Option<&'static str> {
         "tool_progress" => Some("tool_name"),
         "tool_use_summary" => Some("summary"),
         "prompt_suggestion" => Some("suggestion"), // a predicted next prompt: never the answer
+        "transcript_mirror" => Some("filePath"),   // --session-mirror: the session file's entries
+        "keep_alive" => Some("type"),
         _ => None,
     }
 }

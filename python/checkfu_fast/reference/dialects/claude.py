@@ -67,12 +67,20 @@ _PROGRESS_TEXT = {
     "model_consent_fallback": "content",
     "post_turn_summary": "content",
     "mirror_error": "content",
+    # the rest of the Agent SDK's SDKMessage union (sdk.d.ts, issue 25)
+    "informational": "content",
+    "control_request_progress": "status",
+    "plugin_install": "status",
+    "worker_shutting_down": "reason",
+    "memory_recall": None,
 }
 # top-level types that are progress notes: the field that gives their text
 _TOP_PROGRESS = {
     "tool_progress": "tool_name",
     "tool_use_summary": "summary",
     "prompt_suggestion": "suggestion",  # a predicted next prompt: never the answer
+    "transcript_mirror": "filePath",  # --session-mirror: the session file's new entries
+    "keep_alive": "type",
 }
 # api_retry `error` (SDKAssistantMessageError) -> kind, when the HTTP status decides none
 _RETRY_ERROR_KINDS = {
