@@ -340,3 +340,76 @@ def test_cli_parquet_lean(tmp_path: Path) -> None:
     names = pq.read_schema(out).names
     assert "raw" not in names and "parsed" not in names and names[-1] == "source"
     assert "line_bytes" in names
+
+
+# --- the CLI: --jobs streams in order, memory bounded by a window ---------------------------
+
+
+def test_cli_jobs_streams_in_order(tmp_path: Path) -> None:
+    paths = [str(p) for p in GOLDEN[:9]] + [str(tmp_path / "missing.jsonl")] + [str(GOLDEN[9])]
+    serial = cli("normalize", *paths)
+    for jobs in ("2", "3", "16"):
+        got = cli("normalize", "--jobs", jobs, *paths)
+        assert got.stdout == serial.stdout, jobs
+        assert got.returncode == serial.returncode == 1
+        assert got.stderr.count(b"missing.jsonl") == 1
+
+
+def test_cli_jobs_splits_a_big_file(tmp_path: Path) -> None:
+    """More threads than files: a file over 12 MiB is cut into ranges by the core (through a
+    temporary file, removed after); the same bytes as one stream."""
+    import tempfile
+
+    big = tmp_path / "big.jsonl"
+    unit = (ROOT / "vectors" / "events" / "claude" / "session.input.jsonl").read_bytes()
+    big.write_bytes(unit * ((13 << 20) // len(unit) + 1))
+    before = set(Path(tempfile.gettempdir()).glob("checkfu-normalize-*"))
+    one = cli("normalize", "--fields", "lean", str(big))
+    two = cli("normalize", "--fields", "lean", "--jobs", "2", str(big))
+    assert two.returncode == 0 and two.stdout == one.stdout
+    assert set(Path(tempfile.gettempdir()).glob("checkfu-normalize-*")) == before
+
+
+def test_cli_jobs_memory_is_bounded(tmp_path: Path) -> None:
+    """Four 24 MiB files with --jobs 2: the peak RSS stays far below two files' JSONL (the
+    whole outputs of a batch were held before: about 2 x 100 MB)."""
+    unit = b"".join(p.read_bytes() for p in GOLDEN if p.parent.name == "claude")
+    data = unit * ((24 << 20) // len(unit) + 1)
+    paths = []
+    for i in range(4):
+        p = tmp_path / f"f{i}.jsonl"
+        p.write_bytes(data)
+        paths.append(str(p))
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec (the forking pytest's own size)
+    code = (
+        "import sys\nfrom checkfu_fast import cli\n"
+        f"rc = cli.main(['normalize', '--jobs', '2', '-o', {str(tmp_path / 'out.jsonl')!r}, "
+        f"*{paths!r}])\n"
+        "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
+        "print(hwm.split()[1], file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
+    assert res.returncode == 0, res.stderr
+    peak_mib = int(res.stderr.split()[-1]) / 1024
+    out = tmp_path / "out.jsonl"
+    assert out.stat().st_size > 4 * len(data)  # the events were all written
+    assert peak_mib < 180, peak_mib
+
+
+def test_cli_parquet_jobs_and_progress(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    paths = [str(p) for p in GOLDEN[:6]]
+    one, two = tmp_path / "1.parquet", tmp_path / "2.parquet"
+    a = cli("normalize", "--format", "parquet", "--fields", "lean", "-o", str(one), *paths)
+    b = cli(
+        "normalize", "--format", "parquet", "--fields", "lean", "--jobs", "2", "--progress",
+        "-o", str(two), *paths,
+    )  # fmt: skip
+    assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
+    assert pq.read_table(one).equals(pq.read_table(two))
+    assert b"6/6 files" in b.stderr or b.stderr.count(b"\n") >= 6  # progress lines, one a file
+    table = pq.read_table(two)
+    assert table.column("source").to_pylist()[0] == paths[0]
+    n = sum(len(checkfu_fast.normalize(Path(p).read_bytes())) for p in paths)
+    assert table.num_rows == n

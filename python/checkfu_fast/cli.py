@@ -20,6 +20,7 @@ rejected contract or vector file); 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -118,38 +119,73 @@ def _stream(
     out.flush()
 
 
+#: A file larger than this is cut into ranges normalized in parallel when there are more
+#: threads than files (``normalize_files``' rule, rust/split.rs).
+SPLIT_MIN = 12 << 20
+
+
 def _parallel(
     args: argparse.Namespace, files: list[str], out: BinaryIO, many: bool, progress: Progress
 ) -> int:
-    """``--jobs N``: files normalized N at a time in parallel by the core, a large file cut at
-    newlines into ranges normalized in parallel (rust/split.rs), written in order (the same
-    bytes as one at a time)."""
+    """``--jobs N``: files normalized N at a time on worker threads (the core releases the
+    GIL), each read in 1 MiB chunks whose JSONL waits in a small queue (``ordered``), written in
+    input order: the same bytes as one at a time, memory bounded by the window of chunks, not
+    by the files' sizes. With more threads than files, a file over 12 MiB is cut at newlines
+    into ranges done in parallel by the core (rust/split.rs) into a temporary file that is then
+    copied out in chunks."""
+    import tempfile
+
     from . import _fields, _files
+    from .ordered import ordered
+
+    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
+    fields = _fields(args.fields)
+    split = len(files) < args.jobs
+
+    def produce(name: str, put: Callable[[tuple[int, bytes]], None]) -> None:
+        source = name if many else None
+        if split and os.path.isfile(name) and os.path.getsize(name) > SPLIT_MIN:
+            fd, tmp = tempfile.mkstemp(prefix="checkfu-normalize-", suffix=".jsonl")
+            os.close(fd)
+            try:
+                (r,) = _files([name], [tmp], args.dialect, budgets, args.jobs,
+                              tag_source=many, fields=fields)  # fmt: skip
+                if isinstance(r, tuple):
+                    raise OSError(r[0], r[1] if r[0] is None else os.strerror(r[0]), name)
+                size = os.path.getsize(name)
+                with open(tmp, "rb") as f:
+                    while data := f.read(CHUNK * 4):
+                        put((size, data))
+                        size = 0
+            finally:
+                os.unlink(tmp)
+            return
+        n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
+                       max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
+        with open_input(name) as f:
+            while chunk := f.read(CHUNK):
+                put((len(chunk), n.feed_jsonl(chunk)))
+        put((0, n.finish_jsonl()))
 
     status = 0
-    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
-    for i in range(0, len(files), args.jobs):
-        batch = files[i : i + args.jobs]
-        results = _files(
-            batch,
-            None,
-            args.dialect,
-            budgets,
-            args.jobs,
-            tag_source=many,
-            fields=_fields(args.fields),
-        )
-        for name, r in zip(batch, results, strict=True):
-            if isinstance(r, tuple):
-                errno, message = r
-                text = os.strerror(errno) if errno is not None else message
-                progress.clear()
-                print(f"checkfu-fast: {name}: {text}", file=sys.stderr)
-                status = 1
-            else:
-                out.write(r)
-                out.flush()
-            progress.file_done(name)
+    done: str | None = None
+    for name, item in ordered(files, args.jobs, produce):
+        if done is not None and done != name:
+            progress.file_done(done)
+        done = name
+        if isinstance(item, OSError):
+            progress.clear()
+            status = _unreadable(name, item)
+            continue
+        if isinstance(item, BaseException):
+            raise item
+        read, data = item
+        progress.read(read)
+        if data:
+            out.write(data)
+            out.flush()
+    if done is not None:
+        progress.file_done(done)
     return status
 
 
@@ -162,29 +198,73 @@ def _quiet_stdout() -> None:
         pass
 
 
-def _parquet(args: argparse.Namespace) -> int:
-    """``--format parquet``: every input into the one Parquet file ``-o`` names."""
-    from . import write_parquet
+#: Bytes a ``--format parquet`` worker reads per step (its memory is about this chunk's
+#: events, as Arrow batches waiting to be written).
+PARQUET_CHUNK = 4 << 20
 
+
+def _parquet(args: argparse.Namespace) -> int:
+    """``--format parquet``: every input into the one Parquet file ``-o`` names, with the
+    columns of ``normalize_arrow`` (of ``--fields``) and ``source``, file after file (each its
+    own stream). ``--jobs N`` files are normalized at a time on worker threads (Arrow batches
+    built by the core, GIL released) and written in input order, batch by batch: memory is
+    bounded by the window of chunks (``ordered``), whatever the files' sizes."""
     if args.output is None:
         return _complain("--format parquet needs -o OUT.parquet")
     if args.reference or args.summary or "-" in args.files:
         return _complain("--format parquet reads files (not -) and takes no --reference/--summary")
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return _complain("--format parquet needs pyarrow: pip install 'checkfu-fast[arrow]'")
+    from .arrow import SOURCE, events_schema
+    from .ordered import ordered
+
     for d in empty_dirs(args.files):
         return _complain(f"{d}: no stream files (*.jsonl, *.json, ...) in it")
     files = expand(args.files)
     for name in files:
         if not os.path.isfile(name):
             return _unreadable(name, FileNotFoundError(2, os.strerror(2), name))
-    rows = write_parquet(
-        files,
-        args.output,
-        dialect=args.dialect,
-        max_line_bytes=args.max_line_bytes,
-        max_depth=args.max_depth,
-        max_nodes=args.max_nodes,
-        fields=args.fields,
-    )
+    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
+
+    def produce(name: str, put: Callable[[tuple[int, Any]], None]) -> None:
+        n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
+                       max_nodes=budgets[2], fields=args.fields)  # fmt: skip
+        with open_input(name) as f:
+            while chunk := f.read(PARQUET_CHUNK):
+                put((len(chunk), n.feed_arrow(chunk)))
+        put((0, n.finish_arrow()))
+
+    schema = events_schema(args.fields).append(pa.field(SOURCE, pa.large_string(), False))
+    rows = 0
+    progress = Progress(files, wanted(args.progress))
+    done: str | None = None
+    try:
+        with pq.ParquetWriter(args.output, schema) as writer:
+            for name, item in ordered(files, args.jobs, produce):
+                if done is not None and done != name:
+                    progress.file_done(done)
+                done = name
+                if isinstance(item, BaseException):
+                    raise item
+                read, events = item
+                progress.read(read)
+                for batch in pa.RecordBatchReader.from_stream(events):
+                    source = pa.array([name] * batch.num_rows, type=pa.large_string())
+                    writer.write_batch(
+                        pa.RecordBatch.from_arrays([*batch.columns, source], schema=schema)
+                    )
+                    rows += batch.num_rows
+            if done is not None:
+                progress.file_done(done)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(args.output)  # a half-written file is no output
+        raise
+    finally:
+        progress.close()
     print(f"{rows} events from {len(files)} file(s) -> {args.output}", file=sys.stderr)
     return 0
 
