@@ -413,3 +413,53 @@ def test_cli_parquet_jobs_and_progress(tmp_path: Path) -> None:
     assert table.column("source").to_pylist()[0] == paths[0]
     n = sum(len(checkfu_fast.normalize(Path(p).read_bytes())) for p in paths)
     assert table.num_rows == n
+
+
+# --- usage totals over columns -----------------------------------------------------------
+
+SESSION_FILES = sorted((ROOT / "docs").glob("examples-sessions/**/*.jsonl")) + sorted(
+    (ROOT / "vectors" / "usage").glob("*.jsonl")
+)
+
+
+def _files_totals(paths: list[Path]) -> dict:
+    """What the report folds: each file its own stream (the public UsageFold), events as dicts."""
+    from checkfu_fast.usage import UsageFold
+
+    fold = UsageFold()
+    for p in paths:
+        fold.start_stream()
+        for ev in checkfu_fast.normalize(p.read_bytes()):
+            fold.add(ev)
+    return fold.totals()
+
+
+@pytest.mark.parametrize("path", GOLDEN[::5] + SESSION_FILES + REAL, ids=ids)
+def test_usage_totals_over_arrow(path: Path) -> None:
+    data = path.read_bytes()
+    want = checkfu_fast.usage_totals(checkfu_fast.normalize(data))
+    for fields in ("lean", None):
+        x = checkfu_fast.normalize_arrow(data, fields=fields, batch_rows=7)
+        assert checkfu_fast.usage_totals(x) == want
+        assert checkfu_fast.usage_totals(pa.table(x)) == want
+
+
+def test_usage_totals_over_a_parquet_dataset(tmp_path: Path) -> None:
+    """Many files in one Parquet file (a stream per source), read as a dataset: the totals of
+    folding the files one by one."""
+    ds = pytest.importorskip("pyarrow.dataset")
+    paths = [p for p in SESSION_FILES if p.stat().st_size > 0] or GOLDEN[:10]
+    out = tmp_path / "u.parquet"
+    checkfu_fast.write_parquet([str(p) for p in paths], out, fields="lean")
+    got = checkfu_fast.usage_totals(ds.dataset(out))
+    assert got == _files_totals(paths)
+    assert got["total"]["inputTokens"] > 0
+
+
+def test_dask_usage_totals() -> None:
+    pytest.importorskip("dask.dataframe")
+    from checkfu_fast import dask as cdask
+
+    paths = [p for p in SESSION_FILES if p.stat().st_size > 0]
+    frame = cdask.read_events([str(p) for p in paths], fields="lean", split_bytes=4096)
+    assert cdask.usage_totals(frame) == _files_totals(paths)

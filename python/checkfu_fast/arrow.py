@@ -83,6 +83,37 @@ def row_to_event(row: Row) -> Event:
     return ev
 
 
+def stream_events(data: Any) -> Iterator[tuple[bool, Event]]:
+    """The events of Arrow data (``normalize_arrow``'s result, a pyarrow ``Table`` or
+    ``RecordBatchReader``, a ``pyarrow.dataset.Dataset`` of Parquet output: anything with
+    ``to_batches`` or the Arrow stream interface), read batch by batch, each with whether it
+    starts a new stream: a new ``source`` where the data has that column (``write_parquet``,
+    ``--format parquet``, Dask frames), else ``seq`` 0. Lean or full rows alike."""
+    import pyarrow as pa
+
+    if hasattr(data, "to_batches"):
+        batches: Any = data.to_batches()
+    else:
+        batches = pa.RecordBatchReader.from_stream(data)
+    last: Any = _ABSENT
+    for batch in batches:
+        has_source = SOURCE in batch.schema.names
+        for row in batch.to_pylist():
+            if has_source:
+                new = row[SOURCE] != last
+                last = row[SOURCE]
+            else:
+                new = row.get("seq") == 0
+            yield new, row_to_event(row)
+
+
+def is_arrow(data: Any) -> bool:
+    """Whether ``data`` is Arrow data :func:`stream_events` reads (not an iterable of dicts)."""
+    return hasattr(data, "__arrow_c_stream__") or (
+        hasattr(data, "to_batches") and hasattr(data, "schema")
+    )
+
+
 def rows_to_events(table: Any) -> Iterator[Event]:
     """The events of a pyarrow ``Table``/``RecordBatch`` (or anything with ``to_pylist``)."""
     for row in table.to_pylist():

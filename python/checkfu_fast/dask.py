@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # pandas ships no type information here (no pandas-stubs): frames are typed Any
 Frame = Any
 
-__all__ = ["SPLIT_BYTES", "columns", "events_frame", "read_events"]
+__all__ = ["SPLIT_BYTES", "columns", "events_frame", "read_events", "usage_totals"]
 
 #: The range size a file is cut into (partitions of about this many input bytes).
 SPLIT_BYTES = 32 << 20
@@ -151,3 +151,44 @@ def read_events(
     if not parts:
         return cast("dd.DataFrame", dd.from_pandas(meta, npartitions=1))  # type: ignore[no-untyped-call]
     return cast("dd.DataFrame", dd.from_delayed(parts, meta=meta, verify_meta=False))
+
+
+#: Columns the usage fold never reads (trees and long texts): dropped on the workers.
+_NOT_FOR_USAGE = (
+    "tool_arguments",
+    "provider_arguments",
+    "tool_result",
+    "file_changes",
+    "structured_output",
+    "subagent_prompt",
+    "partial_arguments",
+    "result_text",
+    "raw",
+    "parsed",
+)
+
+
+def _usage_rows(frame: Frame) -> Frame:
+    """A partition reduced to what the usage fold reads: the columns above dropped, ``text``
+    kept on status rows only (a codex ``turn_context``'s model); every row stays (a row's
+    ``sessionId`` or ``timestamp`` may be what a reading is attributed by)."""
+    frame = frame.drop(columns=[c for c in _NOT_FOR_USAGE if c in frame.columns])
+    if "text" in frame.columns:
+        frame = frame.assign(text=frame["text"].where(frame["kind"] == "status"))
+    return frame
+
+
+def usage_totals(frame: dd.DataFrame, **options: Any) -> dict[str, Any]:
+    """:func:`checkfu_fast.usage_totals` of a :func:`read_events` frame (full or lean): each
+    partition is reduced on the workers to the rows and columns the fold reads
+    (:func:`_usage_rows`), and the fold runs over them in file order, a new stream at each new
+    ``source``, with exactly the rules of ``usage_totals`` (its deduplication across files is
+    order-dependent and global, so it is one fold, not a sum of partial ones). ``options`` as
+    for ``usage_totals`` (``by_day``, ``prices``, ``estimate``, ``tz``)."""
+    import pyarrow as pa
+
+    from .usage import usage_totals as fold
+
+    reduced = frame.map_partitions(_usage_rows, meta=_usage_rows(frame._meta))  # type: ignore[no-untyped-call]
+    table = pa.Table.from_pandas(reduced.compute(), preserve_index=False)
+    return fold(table, **options)

@@ -50,6 +50,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any, cast
 
+from . import arrow as _arrow
 from . import prices as _prices
 
 __all__ = ["DIMENSIONS", "SESSION_CUMULATIVE", "UsageFold", "epoch", "usage_totals", "utc_day"]
@@ -865,7 +866,7 @@ def _copy_rec(r: _Rec) -> _Rec:
 
 
 def usage_totals(
-    events: Iterable[dict[str, Any]],
+    events: Iterable[dict[str, Any]] | Any,
     *,
     by_day: bool = False,
     prices: _prices.Snapshot | None = None,
@@ -891,8 +892,20 @@ def usage_totals(
     ``tz``, default UTC) of the events' ``timestamp`` (``unknown`` for events without one).
     ``prices``/``estimate`` as for :class:`UsageFold`. See docs/usage.md for the rule per
     dialect.
+
+    ``events`` may also be Arrow data of events, full or lean (``normalize_arrow(data,
+    fields="lean")``, a pyarrow ``Table``, a ``pyarrow.dataset`` of ``--format parquet``
+    output): read batch by batch, a new stream at each new ``source`` (else at ``seq`` 0), with
+    exactly the rules above.
     """
     fold = UsageFold(prices=prices, estimate=estimate, tz=tz)
+    if _arrow.is_arrow(events):
+        fold.start_stream()
+        for i, (new, ev) in enumerate(_arrow.stream_events(events)):
+            if new and i > 0:
+                fold.start_stream()
+            fold.add(ev)
+        return fold.totals(by_day=by_day)
     fold.start_stream()
     for ev in events:
         fold.add(ev)
