@@ -178,6 +178,10 @@ pub struct Extra<'v> {
     pub delta_only: bool,
     /// On a usage event: how many of its output tokens were reasoning (`reasoningTokens`).
     pub reasoning_tokens: Option<&'v Value<'v>>,
+    /// On a usage event: its cache-creation tokens (part of `inputTokens`: `cacheWriteTokens`)
+    /// and the part of them written with the 1-hour TTL (`cacheWrite1hTokens`).
+    pub cache_write_tokens: Option<Num>,
+    pub cache_write_1h_tokens: Option<Num>,
     /// On a success result: the result gives no answer (`emptyResult`).
     pub empty_result: bool,
     /// The event's text is the run's answer (`answer`: cursor's plan).
@@ -614,6 +618,24 @@ pub fn reasoning_tokens<'v>(mut ev: Event<'v>, v: Option<&'v Value<'v>>) -> Even
     let known = ev.usage.as_ref().is_some_and(|u| !u.unknown);
     if let (true, Some(r)) = (known, v.filter(|r| Num::count(Some(r)).is_some())) {
         ev.x().reasoning_tokens = Some(r);
+    }
+    ev
+}
+
+/// `cacheWriteTokens` (and `cacheWrite1hTokens`, the part written with the 1-hour TTL) on a
+/// usage event with counts: the cache-creation tokens of its `inputTokens`, where the CLI
+/// reports them (`cache_writes` of the reference).
+pub fn cache_writes<'v>(
+    mut ev: Event<'v>,
+    write: Option<Num>,
+    write_1h: Option<&'v Value<'v>>,
+) -> Event<'v> {
+    let known = ev.usage.as_ref().is_some_and(|u| !u.unknown);
+    if let (true, Some(w)) = (known, write) {
+        ev.x().cache_write_tokens = Some(w);
+        if let Some(h) = Num::count(write_1h) {
+            ev.x().cache_write_1h_tokens = Some(h);
+        }
     }
     ev
 }

@@ -288,6 +288,8 @@ fields! {
     "retry": Ty::Flag => |c| c.x()?.retry.then_some(Val::Bool(true));
     "deltaOnly": Ty::Flag => |c| c.x()?.delta_only.then_some(Val::Bool(true));
     "reasoningTokens": Ty::Int => |c| c.x()?.reasoning_tokens.map(Val::Json);
+    "cacheWriteTokens": Ty::Int => |c| c.x()?.cache_write_tokens.map(Val::Num);
+    "cacheWrite1hTokens": Ty::Int => |c| c.x()?.cache_write_1h_tokens.map(Val::Num);
     "emptyResult": Ty::Flag => |c| c.x()?.empty_result.then_some(Val::Bool(true));
     "answer": Ty::Flag => |c| c.x()?.answer.then_some(Val::Bool(true));
     "partialArguments": Ty::Str => |c| c.x()?.partial_arguments.map(Val::Str);

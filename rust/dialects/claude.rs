@@ -8,9 +8,9 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, content_text, error, http_kind, line_extras, msg, name_or_unknown,
-    nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num, Subagent, Text,
-    ToolResult,
+    cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras, msg,
+    name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num,
+    Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -718,7 +718,7 @@ fn claude_usage<'v>(
     let u = u.filter(|u| u.is_object());
     let get = |k: &str| u.and_then(|u| u.get(k));
     let cached = get("cache_read_input_tokens");
-    usage(
+    let ev = usage(
         scope,
         model,
         &[
@@ -729,7 +729,11 @@ fn claude_usage<'v>(
         cached,
         &[get("output_tokens")],
         cost,
-    )
+    );
+    let one_hour = get("cache_creation")
+        .filter(|c| c.is_object())
+        .and_then(|c| c.get("ephemeral_1h_input_tokens"));
+    cache_writes(ev, Num::count(get("cache_creation_input_tokens")), one_hour)
 }
 
 fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
@@ -896,6 +900,7 @@ fn model_usage_total<'v>(
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     let mut cached = Num::Int(0);
+    let mut writes: Option<Num> = None;
     for (_, e) in model_usage.dict_items() {
         if !e.is_object() {
             continue;
@@ -910,8 +915,12 @@ fn model_usage_total<'v>(
         if let Some(n) = Num::count(read) {
             cached = cached.plus(n);
         }
+        if let Some(n) = Num::count(e.get("cacheCreationInputTokens")) {
+            writes = Some(writes.map_or(n, |w| w.plus(n)));
+        }
     }
-    let mut ev = usage("cumulative", None, &inputs, None, &outputs, cost);
+    let ev = usage("cumulative", None, &inputs, None, &outputs, cost);
+    let mut ev = cache_writes(ev, writes, None);
     let u = ev.usage.as_mut()?;
     if u.unknown {
         return None;
@@ -947,7 +956,7 @@ fn model_usage_shares<'v>(
             read,
             e.get("cacheCreationInputTokens"),
         ];
-        let mut ev = usage(
+        let ev = usage(
             "cumulative",
             None,
             &inputs,
@@ -955,6 +964,7 @@ fn model_usage_shares<'v>(
             &[e.get("outputTokens")],
             e.get("costUSD"),
         );
+        let mut ev = cache_writes(ev, Num::count(e.get("cacheCreationInputTokens")), None);
         let u = ev.usage.as_mut()?;
         if u.unknown {
             continue;

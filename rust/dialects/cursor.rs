@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::dialects::claude::content_events;
 use crate::event::{
-    classify, error, line_extras, msg, nonempty, status, tool_call, tool_result, usage, Event,
-    LineMeta, Text, ToolResult,
+    cache_writes, classify, error, line_extras, msg, nonempty, status, tool_call, tool_result,
+    usage, Event, LineMeta, Num, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -300,12 +300,17 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     }
     if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
         let cached = u.get("cacheReadTokens");
-        out.push(usage(
+        let ev = usage(
             "cumulative",
             None,
             &[u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
             cached,
             &[u.get("outputTokens")],
+            None,
+        );
+        out.push(cache_writes(
+            ev,
+            Num::count(u.get("cacheWriteTokens")),
             None,
         ));
     }

@@ -10,8 +10,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, error, line_extras, msg, name_or_unknown, nonempty, or_str,
-    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
+    cache_writes, classify, compaction_tokens, error, line_extras, msg, name_or_unknown, nonempty,
+    or_str, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
     ToolResult,
 };
 use crate::value::Value;
@@ -198,7 +198,8 @@ fn grok_usage<'v>(
         ],
         cost,
     );
-    reasoning_tokens(ev, get("reasoning_tokens"))
+    let ev = reasoning_tokens(ev, get("reasoning_tokens"));
+    cache_writes(ev, Num::count(get("cache_creation_input_tokens")), None)
 }
 
 /// `reasoning_tokens` are inside `output_tokens` (the xAI token-field policy), except in builds

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
+    cache_writes, classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
     reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
     ToolResult, NULL,
 };
@@ -136,7 +136,8 @@ fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Eve
         &[get("output"), get("reasoning")],
         cost,
     );
-    out.push(reasoning_tokens(ev, get("reasoning")));
+    let ev = reasoning_tokens(ev, get("reasoning"));
+    out.push(cache_writes(ev, Num::count(write), None));
 }
 
 fn api_error<'v>(e: Option<&'v Value<'v>>) -> Event<'v> {

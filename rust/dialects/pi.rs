@@ -8,9 +8,9 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, content_blocks, content_text, error, http_kind, line_extras, msg,
-    name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call, tool_result, usage, Event,
-    LineMeta, ToolResult,
+    cache_writes, classify, compaction_tokens, content_blocks, content_text, error, http_kind,
+    line_extras, msg, name_or_unknown, nonneg_int, reasoning_tokens, status, tool_call,
+    tool_result, usage, Event, LineMeta, Num, ToolResult,
 };
 use crate::value::Value;
 
@@ -385,7 +385,8 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             &[get("output")],
             cost,
         );
-        let mut ev = reasoning_tokens(ev, get("reasoning"));
+        let ev = reasoning_tokens(ev, get("reasoning"));
+        let mut ev = cache_writes(ev, Num::count(get("cacheWrite")), None);
         ev.message_id = m.str_at("responseId");
         out.push(ev);
     }

@@ -45,7 +45,8 @@ _ORDER = (
     "truncated", "lineBytes", "encoding", "streamBytes",
     "toolClass", "providerToolName", "providerArguments", "toolResult", "fileChanges",
     "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
-    "reasoningTokens", "emptyResult", "answer", "partialArguments", "continuation",
+    "reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens",
+    "emptyResult", "answer", "partialArguments", "continuation",
 )  # fmt: skip
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (

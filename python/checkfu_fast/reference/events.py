@@ -304,6 +304,17 @@ def reasoning_tokens(ev: Event, x: Any) -> Event:
     return ev
 
 
+def cache_writes(ev: Event, write: Any, write_1h: Any = None) -> Event:
+    """Set ``cacheWriteTokens`` (the cache-creation part of ``inputTokens``) and
+    ``cacheWrite1hTokens`` (the part written with the 1-hour TTL) on a usage event with counts,
+    where the CLI reports them."""
+    if is_count(write) and not ev["usage"].get("unknown"):
+        ev["cacheWriteTokens"] = write
+        if is_count(write_1h):
+            ev["cacheWrite1hTokens"] = write_1h
+    return ev
+
+
 def compaction_tokens(ev: Event, v: dict[str, Any]) -> Event:
     """Set ``tokensBefore``/``tokensAfter`` on a compaction event from the first holder (the
     line, ``compact_metadata``, ``compactMetadata``, ``result``) with both counts."""

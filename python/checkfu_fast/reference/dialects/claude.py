@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    cache_writes,
     classify,
     compaction_tokens,
     content_text,
@@ -544,7 +545,7 @@ def claude_usage(scope: str, model: Any, u: Any, cost: Any = None) -> Event:
     if not isinstance(u, dict):
         u = {}
     cached = u.get("cache_read_input_tokens")
-    return usage(
+    ev = usage(
         scope,
         model,
         [u.get("input_tokens"), cached, u.get("cache_creation_input_tokens")],
@@ -552,6 +553,9 @@ def claude_usage(scope: str, model: Any, u: Any, cost: Any = None) -> Event:
         [u.get("output_tokens")],
         cost,
     )
+    cc = u.get("cache_creation")
+    one_hour = cc.get("ephemeral_1h_input_tokens") if isinstance(cc, dict) else None
+    return cache_writes(ev, u.get("cache_creation_input_tokens"), one_hour)
 
 
 def _assistant(v: dict[str, Any]) -> list[Event]:
@@ -691,6 +695,7 @@ def _model_usage_shares(model_usage: Any, cost: Any) -> list[Event] | None:
         read = e.get("cacheReadInputTokens")
         inputs = [e.get("inputTokens"), read, e.get("cacheCreationInputTokens")]
         ev = usage("cumulative", None, inputs, read, [e.get("outputTokens")], e.get("costUSD"))
+        cache_writes(ev, e.get("cacheCreationInputTokens"))
         if ev["usage"].get("unknown"):
             continue
         if "costUsd" not in ev["usage"] and is_count(cost):
@@ -710,15 +715,19 @@ def _model_usage_total(model: Any, model_usage: Any, cost: Any) -> Event | None:
     inputs: list[Any] = []
     outputs: list[Any] = []
     cached: Any = 0
+    writes: Any = None
     for e in entries:
         read = e.get("cacheReadInputTokens")
         inputs += [e.get("inputTokens"), read, e.get("cacheCreationInputTokens")]
         outputs.append(e.get("outputTokens"))
         if is_count(read):
             cached = cached + read
+        w = e.get("cacheCreationInputTokens")
+        if is_count(w):
+            writes = w if writes is None else writes + w
     if not any(is_count(x) for x in inputs + outputs):
         return None
-    return usage("cumulative", model, inputs, cached, outputs, cost)
+    return cache_writes(usage("cumulative", model, inputs, cached, outputs, cost), writes)
 
 
 # result `terminal_reason`s that say the failure is the request's own

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    cache_writes,
     classify,
     error,
     line_extras,
@@ -219,13 +220,12 @@ def _result(v: dict[str, Any]) -> list[Event]:
     u = v.get("usage")
     if isinstance(u, dict):
         cached = u.get("cacheReadTokens")
-        out.append(
-            usage(
-                "cumulative",
-                None,
-                [u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
-                cached,
-                [u.get("outputTokens")],
-            )
+        ev = usage(
+            "cumulative",
+            None,
+            [u.get("inputTokens"), cached, u.get("cacheWriteTokens")],
+            cached,
+            [u.get("outputTokens")],
         )
+        out.append(cache_writes(ev, u.get("cacheWriteTokens")))
     return out

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    cache_writes,
     classify,
     compaction_tokens,
     error,
@@ -150,7 +151,8 @@ def _usage(scope: str, model: Any, u: Any, cost: Any) -> Event:
     if _reasoning_apart(u):
         outputs.append(u.get("reasoning_tokens"))
     ev = usage(scope, model, inputs, cached, outputs, cost)
-    return reasoning_tokens(ev, u.get("reasoning_tokens"))
+    ev = reasoning_tokens(ev, u.get("reasoning_tokens"))
+    return cache_writes(ev, u.get("cache_creation_input_tokens"))
 
 
 def _reasoning_apart(u: dict[str, Any]) -> bool:

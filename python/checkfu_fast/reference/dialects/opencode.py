@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    cache_writes,
     classify,
     error,
     http_kind,
@@ -127,7 +128,8 @@ def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
             [tk.get("output"), tk.get("reasoning")],
             cost,
         )
-        out.append(reasoning_tokens(ev, tk.get("reasoning")))
+        ev = reasoning_tokens(ev, tk.get("reasoning"))
+        out.append(cache_writes(ev, c.get("write")))
     return out
 
 

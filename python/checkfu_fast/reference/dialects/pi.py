@@ -14,6 +14,7 @@ from typing import Any
 
 from ..events import (
     Event,
+    cache_writes,
     classify,
     compaction_tokens,
     content_blocks,
@@ -296,6 +297,7 @@ def _message(m: dict[str, Any]) -> list[Event]:
             cost.get("total") if isinstance(cost, dict) else None,
         )
         reasoning_tokens(ev, u.get("reasoning"))
+        cache_writes(ev, u.get("cacheWrite"))
         if isinstance(m.get("responseId"), str):
             ev["messageId"] = m["responseId"]
         out.append(ev)
