@@ -252,6 +252,8 @@ class _Fold:
         self.last_assistant_stop: Any = None
         self.max_turns_hit = False  # a max-turns error came (grok's `max_turns_reached`)
         self.cumulative_cost: int | None = None
+        self.cumulative_at: Any = None  # the position of the line of cumulative_usd
+        self.cumulative_usd: float = 0.0
         self.turn_cost: int | None = None
         self.message_costs: dict[str, int] = {}
         self.message_cost = 0
@@ -535,7 +537,16 @@ class _Fold:
             return  # not a finite amount: no cost rather than a wrong one
         scope = e.get("usageScope") or e.get("subtype")
         if scope == "cumulative":
-            self.cumulative_cost = micro
+            # one line's cumulative events (a claude result's one per model) add up to the
+            # run's cost; a later line's counter replaces them
+            at = e.get("position")
+            if at is not None and at == self.cumulative_at:
+                self.cumulative_usd += cost
+            else:
+                self.cumulative_at, self.cumulative_usd = at, cost
+            total = microusd(self.cumulative_usd)
+            if total is not None:
+                self.cumulative_cost = total
         elif scope == "turn":
             self.turn_cost = (self.turn_cost or 0) + micro
         elif scope == "message":
