@@ -295,3 +295,22 @@ def test_bad_by_tz_and_dates_are_usage_errors(capsys) -> None:
     ):
         rc, _, err = run(["report", *argv, str(EXAMPLES)], capsys)
         assert rc == 2 and text in err, argv
+
+
+def test_a_reading_is_priced_at_the_price_of_its_day(tmp_path: Path, capsys) -> None:
+    f = write(
+        tmp_path / "s.jsonl",
+        [
+            msg("2026-02-28T23:59:59Z", "1", 1_000_000, 0, model="acme-coder-2"),
+            msg("2026-03-01T00:00:00Z", "2", 1_000_000, 0, model="acme-coder-2"),
+        ],
+    )
+    prices = {
+        "id": "acme-coder-2",
+        "prices": [{"since": None, "input": 1}, {"since": "2026-03-01", "input": 4}],
+    }
+    p = write(tmp_path / "p.json", [json.dumps({"models": [prices]})])
+    argv = ["report", "--by", "day", "--tz", "UTC", "--json", "--prices", str(p), str(f)]
+    rc, out, _ = run(argv, capsys)
+    rows = {r["day"]: r["costUsd"] for r in json.loads(out)["rows"]}
+    assert rc == 0 and rows == {"2026-02-28": 1.0, "2026-03-01": 4.0}

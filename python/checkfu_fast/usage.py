@@ -409,9 +409,12 @@ class _Agg:
     def estimate(self, r: _Rec) -> float | None:
         if r.costUsd is not None or self.snapshot is None or not _has_tokens(r):
             return None
-        day = utc_day_of(r.ts)
-        return self.snapshot.cost(
-            r.model,
+        mp = self.snapshot.lookup(r.model)
+        if mp is None:
+            return None
+        # the day picks the price in force when the model's price changed (else not needed)
+        day = utc_day_of(r.ts) if len(mp.prices) > 1 else _UNKNOWN
+        return mp.cost(
             r.inputTokens or 0,
             r.outputTokens or 0,
             r.cachedTokens or 0,
@@ -555,6 +558,7 @@ class UsageFold:
         self._ending = "none"  # the current stream's ending so far
         self._dialect: str | None = None  # the current stream's dialect
         self._had_usage = False  # the current stream gave a usage reading
+        self._cached: tuple[_Agg, dict[str, str]] | None = None  # _final's, until a change
         self._sessions_seen: set[str] = set()  # sessions with an ending counted
 
     # -- streams ---------------------------------------------------------------------------
@@ -563,6 +567,7 @@ class UsageFold:
         report passes a claude session file's project directory)."""
         if self._scopes is not None:
             self.end_stream()
+        self._cached = None
         self._scopes = {}
         self._current = self._first = None
         self._ending = "none"
@@ -576,6 +581,7 @@ class UsageFold:
         self._had_usage = False
 
     def add(self, ev: dict[str, Any]) -> None:
+        self._cached = None
         if self._scopes is None:
             self.start_stream()
         assert self._scopes is not None
@@ -736,13 +742,16 @@ class UsageFold:
         """The totals so far with the session-file messages counted (into a copy: more
         streams may follow)."""
         self.end_stream()
+        if self._cached is not None:
+            return self._cached
         agg = self._agg.copy()
         dialects = dict(self._session_dialect)
         for r, fsid, dialect, _ in self._files.values():
             name = fsid if fsid is not None else _UNKNOWN
             agg.add(name, r)
             dialects.setdefault(name, dialect)
-        return agg, dialects
+        self._cached = (agg, dialects)
+        return self._cached
 
     def totals(self, *, by_day: bool = False) -> dict[str, Any]:
         """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`;
