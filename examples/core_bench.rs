@@ -1,7 +1,7 @@
 //! The Rust core's own speed beside serde_json and simd-json on the same lines, no Python:
 //!
 //! ```sh
-//! cargo run --release --example core_bench -- FILE... [--rounds N] [--only NAME]
+//! cargo run --release --example core_bench [--features arrow] -- FILE... [--rounds N] [--only NAME]
 //! ```
 //!
 //! FILE is a JSONL stream (the benches' generated corpora: `benches/corpus.py`, or
@@ -13,6 +13,9 @@
 //! * `normalize`: the whole core stream path without output: framing, budgets, parse, `auto`
 //!   sniffing, dialect mapping (events built and dropped);
 //! * `jsonl`: `normalize_jsonl`, the events written as JSONL (framing + parse + dialect + writer);
+//! * `jsonl_lean`: the same with `fields="lean"` (no `raw`, no `parsed`);
+//! * `arrow_lean`, `arrow` (with `--features arrow`): the events as Arrow record batches, lean
+//!   and full (the columns of docs/arrow.md);
 //! * `serde_json`: `serde_json::from_slice::<serde_json::Value>` per line (owned tree);
 //! * `serde_json_ignored`: `serde_json::from_slice::<IgnoredAny>` (validation only, no tree);
 //! * `simd_json`: `simd_json::to_owned_value` per line, on a copy of the line (simd-json parses
@@ -86,6 +89,36 @@ fn ours_jsonl(data: &[u8]) -> usize {
         .map_or(0, |o| o.len())
 }
 
+fn ours_jsonl_lean(data: &[u8]) -> usize {
+    _native::jsonl::normalize_jsonl(data, None, Budget::default(), _native::fields::Sel::lean())
+        .map_or(0, |o| o.len())
+}
+
+#[cfg(feature = "arrow")]
+fn arrow_with(data: &[u8], sel: _native::fields::Sel) -> usize {
+    let mut engine = _native::normalize::Engine::new(None, Budget::default());
+    let mut sink = _native::arrow::ArrowSink::new(_native::arrow::BATCH_ROWS, sel);
+    sink.expect(data.len());
+    let mut seq = 0u64;
+    if _native::sink::feed(&mut engine, &mut seq, data, &mut sink).is_err()
+        || _native::sink::finish(&mut engine, &mut seq, &mut sink).is_err()
+    {
+        return 0;
+    }
+    sink.finish()
+        .map_or(0, |b| b.iter().map(|b| b.num_rows()).sum())
+}
+
+#[cfg(feature = "arrow")]
+fn ours_arrow_lean(data: &[u8]) -> usize {
+    arrow_with(data, _native::fields::Sel::lean())
+}
+
+#[cfg(feature = "arrow")]
+fn ours_arrow(data: &[u8]) -> usize {
+    arrow_with(data, _native::fields::Sel::ALL)
+}
+
 fn serde(data: &[u8]) -> usize {
     lines(data)
         .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
@@ -116,6 +149,11 @@ const BENCHES: &[(&str, Bench)] = &[
     ("parse", ours_parse),
     ("normalize", ours_normalize),
     ("jsonl", ours_jsonl),
+    ("jsonl_lean", ours_jsonl_lean),
+    #[cfg(feature = "arrow")]
+    ("arrow_lean", ours_arrow_lean),
+    #[cfg(feature = "arrow")]
+    ("arrow", ours_arrow),
     ("serde_json", serde),
     ("serde_json_ignored", serde_ignored),
     ("simd_json", simd),
