@@ -200,7 +200,7 @@ def _quiet_stdout() -> None:
 
 #: Bytes a ``--format parquet`` worker reads per step (its memory is about this chunk's
 #: events, as Arrow batches waiting to be written).
-PARQUET_CHUNK = 4 << 20
+PARQUET_CHUNK = 2 << 20
 
 
 def _parquet(args: argparse.Namespace) -> int:
@@ -243,7 +243,7 @@ def _parquet(args: argparse.Namespace) -> int:
     done: str | None = None
     try:
         with pq.ParquetWriter(args.output, schema) as writer:
-            for name, item in ordered(files, args.jobs, produce):
+            for name, item in ordered(files, args.jobs, produce, depth=2):
                 if done is not None and done != name:
                     progress.file_done(done)
                 done = name
