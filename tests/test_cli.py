@@ -104,7 +104,17 @@ GEMINI = (
     b'{"type":"init","session_id":"s-1","model":"gemini-2.5-pro"}\n'
     b'{"type":"message","role":"assistant","content":"Sure","timestamp":"t"}\n'
 )
-COMMAND_NAMES = ("normalize", "golden", "journal", "dialects", "vectors", "run", "report", "audit")
+COMMAND_NAMES = (
+    "normalize",
+    "golden",
+    "journal",
+    "dialects",
+    "vectors",
+    "run",
+    "report",
+    "audit",
+    "export",
+)
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -196,12 +206,13 @@ def test_dialect_takes_a_mapping_file_for_every_command_that_has_it() -> None:
         for name, p in subparsers().items()
         if any("--dialect" in a.option_strings for a in p._actions)
     }
-    assert set(with_dialect) == {"normalize", "run", "report", "audit"}
+    assert set(with_dialect) == {"normalize", "run", "report", "audit", "export"}
     required = {
         "normalize": ["-"],
         "run": ["c.json", "--prompt-file", "p"],
         "report": ["-"],
         "audit": ["-"],
+        "export": ["--format", "atif", "-"],
     }
     for name, parser in with_dialect.items():
         args = parser.parse_args([*required[name], "--dialect", str(MAPPING)])
@@ -260,6 +271,7 @@ REQUIRED = {
     "run": ["c", "--prompt-file", "p"],
     "report": ["-"],
     "audit": ["-"],
+    "export": ["--format", "atif", "-"],
 }
 
 
@@ -283,6 +295,7 @@ def test_usage_errors_exit_2_for_every_command(name: str) -> None:
         ["journal", "missing.jsonl"],
         ["vectors", "missing.json"],
         ["run", "missing.json", "--prompt-file", "missing.txt"],
+        ["export", "--format", "atif", "missing.jsonl"],
     ],
     ids=lambda argv: argv[0],
 )

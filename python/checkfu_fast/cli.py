@@ -10,6 +10,7 @@ Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples)
   audit [--dialect D] [--json] [--strict] FILE|DIR...          record types and fields nobody knows
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
   report [--by DIM[,DIM]] [--json|--csv] [FILE|DIR...]        tokens and cost in USD
+  export --format atif|otel|html FILE|DIR|- [-o OUT]           ATIF, OTLP spans, transcript pages
 
 Exit codes, the same for every command (see ``EXIT_CODES``): 0 success; 1 a failed check (golden
 or vector mismatch, journal violation, a turn that did not finish), an unreadable input file, or
@@ -40,6 +41,7 @@ from . import (
     reference,
     report,
 )
+from .export._cli import add_arguments as export_arguments
 from .inputs import open_input, plain_fd
 from .paths import empty_dirs, expand
 from .progress import Progress, add_arguments, wanted
@@ -574,6 +576,10 @@ EXAMPLES = {
   checkfu-fast report --by month --since 2026-01-01 --tz Europe/Berlin
   checkfu-fast report --by block --active        # 5-hour windows, the open one's burn rate
   checkfu-fast report --by model --json ~/agent-logs/""",
+    "export": """examples:
+  checkfu-fast export --format atif -o trajectories/ ~/.claude/projects/my-project/
+  claude -p --output-format stream-json --verbose "hi" | checkfu-fast export --format html -
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 checkfu-fast export --format otel run.jsonl""",
     "run": """examples:
   checkfu-fast run contract.json --prompt-file prompt.txt --state-out state.json
   checkfu-fast run contract.json --prompt-file next.txt --state state.json --env ANTHROPIC_API_KEY
@@ -696,6 +702,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_arguments(rep)
     _add_dialect(rep)
     add_arguments(rep)
+    x = _command(sub, "export", "export sessions as ATIF trajectories, OTLP spans or HTML pages")
+    export_arguments(x)
+    _add_dialect(x)
+    add_arguments(x)
     a = _command(sub, "audit", "drift radar: unknown record types and fields per dialect")
     a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     _add_dialect(a)
@@ -712,6 +722,12 @@ def _audit(args: argparse.Namespace) -> int:
     return audit_main(args)
 
 
+def _export(args: argparse.Namespace) -> int:
+    from .export._cli import main as export_main
+
+    return export_main(args)
+
+
 def _dialects(args: argparse.Namespace) -> int:
     print("\n".join(DIALECTS))
     return 0
@@ -726,6 +742,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "report": report.main,
     "audit": _audit,
+    "export": _export,
 }
 
 
