@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ..export._live import live_export
 from .contract import validate_contract
 from .executor import (
     STDERR_TAIL_BYTES,
@@ -108,6 +109,7 @@ class TurnStream:
                 implementation=implementation,
                 redact=self._redact,  # (None: nothing redacted)
             )
+            live_export(self._observer, executor_options)  # trajectory=, otel= (docs/export.md)
             stdin = exchange["stdin"]
             self._root, self._exchange = root, exchange
             self._run_args: dict[str, Any] = {
