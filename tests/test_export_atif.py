@@ -193,3 +193,61 @@ def test_session_file_sidechain_is_a_subagent() -> None:
     (sub,) = doc["subagent_trajectories"]
     assert sub["trajectory_id"] == "a3f9c2e1b7d4e5f60"
     assert sub["steps"][1]["tool_calls"][0]["function_name"] == "Edit"
+
+
+def test_live_totals_snapshot_leaves_the_fold_going() -> None:
+    """_totals (the final metrics of a trajectory in progress) equals a deep copy's totals at
+    every point and does not end the fold's stream."""
+    import copy
+
+    from checkfu_fast.export._atif import _totals
+    from checkfu_fast.usage import UsageFold
+
+    for path in GOLDEN:
+        events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        fold = UsageFold()
+        fold.start_stream()
+        for ev in events:
+            fold.add(ev)
+            deep = copy.deepcopy(fold, {id(fold.prices): fold.prices})  # one price table
+            assert _totals(fold) == deep.totals()["total"], path
+        assert fold.totals()["total"] == usage_totals(events)["total"], path
+
+
+def test_steps_without_a_reported_cost_are_priced_by_the_snapshot() -> None:
+    from checkfu_fast import prices
+    from checkfu_fast.usage import utc_day
+
+    sessions = ROOT / "docs" / "examples-sessions"
+    events = [
+        *checkfu_fast.normalize((sessions / "claude-session.jsonl").read_bytes()),
+        *checkfu_fast.normalize((sessions / "claude-subagent.jsonl").read_bytes()),
+    ]
+    doc = to_atif(events)
+    validate(doc)
+    usage = [e for e in events if e["kind"] == "usage" and not e.get("sidechain")]
+    first = doc["steps"][1]
+    evs = [e for e in usage if e["messageId"] == usage[0]["messageId"]]
+    counts = [
+        max(e["usage"][k] for e in evs) for k in ("inputTokens", "outputTokens", "cachedTokens")
+    ]
+    writes = [max(e.get(k, 0) for e in evs) for k in ("cacheWriteTokens", "cacheWrite1hTokens")]
+    assert writes[0] > 0  # a claude session file counts its cache writes
+    day = utc_day(usage[0]["timestamp"])
+    # of the largest reading, cache writes at their own price
+    want = prices.cost(evs[0]["usage"]["model"], *counts, *writes, day=day)
+    assert want is not None and want > 0
+    assert first["metrics"]["cost_usd"] == pytest.approx(want)
+    assert first["metrics"]["extra"]["cost_source"] == "estimated"
+    assert first["metrics"]["extra"]["cache_write_tokens"] == writes[0]
+    fm = doc["final_metrics"]
+    steps = [s for s in doc["steps"] if "metrics" in s]
+    sub = doc["subagent_trajectories"][0]["final_metrics"]["total_cost_usd"]
+    assert fm["total_cost_usd"] == pytest.approx(sum(s["metrics"]["cost_usd"] for s in steps) + sub)
+    assert fm["extra"]["cost_source"] == "estimated"
+    assert fm["extra"]["estimated_cost_usd"] == pytest.approx(fm["total_cost_usd"])
+    assert fm["extra"]["prices"] == prices.snapshot().describe()
+    # a cost the CLI reported is never replaced by an estimate
+    small = to_atif(SMALL)
+    assert small["final_metrics"]["total_cost_usd"] == 0.01
+    assert small["final_metrics"]["extra"]["cost_source"] == "reported"

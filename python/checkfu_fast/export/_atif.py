@@ -30,7 +30,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..usage import UsageFold
+from .. import prices
+from ..usage import UsageFold, utc_day
 
 ATIF_VERSION = "ATIF-v1.8"
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
@@ -72,7 +73,7 @@ def _as_int(v: int | float) -> int | None:
 class _Usage:
     """Token counts and cost of one step."""
 
-    __slots__ = ("cached", "cost", "inp", "known", "out", "reasoning")
+    __slots__ = ("cached", "cost", "cw", "cw1h", "est", "inp", "known", "out", "reasoning")
 
     def __init__(self) -> None:
         self.known = False  # token counts given (not a usage with ``unknown: true``)
@@ -81,6 +82,9 @@ class _Usage:
         self.cached: int | float = 0
         self.reasoning: int | float | None = None
         self.cost: float | None = None
+        self.est: float | None = None  # the price snapshot's cost, when the CLI gave none
+        self.cw: int | float | None = None  # cache writes (of inp), where the CLI counts them
+        self.cw1h: int | float | None = None  # of which written with the 1-hour TTL
 
     @staticmethod
     def of(ev: Mapping[str, Any]) -> _Usage:
@@ -95,6 +99,22 @@ class _Usage:
             c = _count(u.get("costUsd"))
             r.cost = float(c) if c is not None else None
         r.reasoning = _count(ev.get("reasoningTokens"))
+        if r.known:
+            r.cw = _count(ev.get("cacheWriteTokens"))
+            r.cw1h = _count(ev.get("cacheWrite1hTokens"))
+        if r.cost is None and r.known and isinstance(u, dict):
+            model = u.get("model")
+            if isinstance(model, str) and model != "unknown":
+                day = utc_day(ev.get("timestamp"))
+                r.est = prices.cost(
+                    model,
+                    r.inp,
+                    r.out,
+                    r.cached,
+                    r.cw or 0,
+                    r.cw1h or 0,
+                    day=None if day == "unknown" else day,
+                )
         return r
 
     def add(self, o: _Usage) -> None:
@@ -106,6 +126,12 @@ class _Usage:
             self.reasoning = (self.reasoning or 0) + o.reasoning
         if o.cost is not None:
             self.cost = (self.cost or 0.0) + o.cost
+        if o.est is not None:
+            self.est = (self.est or 0.0) + o.est
+        for k in ("cw", "cw1h"):
+            v = getattr(o, k)
+            if v is not None:
+                setattr(self, k, (getattr(self, k) or 0) + v)
 
     def merge_max(self, o: _Usage) -> None:
         self.known = self.known or o.known
@@ -116,6 +142,12 @@ class _Usage:
             self.reasoning = max(self.reasoning or 0, o.reasoning)
         if o.cost is not None:
             self.cost = max(self.cost or 0.0, o.cost)
+        if o.est is not None:
+            self.est = max(self.est or 0.0, o.est)
+        for k in ("cw", "cw1h"):
+            v = getattr(o, k)
+            if v is not None:
+                setattr(self, k, max(getattr(self, k) or 0, v))
 
     def minus(self, base: _Usage) -> _Usage:
         r = _Usage()
@@ -146,8 +178,15 @@ class _Usage:
                 m[key] = n
         if self.cost is not None:
             m["cost_usd"] = self.cost
+        elif self.est is not None:
+            m["cost_usd"] = self.est
+            extra["cost_source"] = "estimated"
         if self.reasoning is not None:
             extra["reasoning_tokens"] = self.reasoning
+        if self.cw is not None and self.known:
+            extra["cache_write_tokens"] = self.cw
+        if self.cw1h is not None and self.known:
+            extra["cache_write_1h_tokens"] = self.cw1h
         if extra:
             m["extra"] = extra
         return m
@@ -156,6 +195,7 @@ class _Usage:
 class _Step:
     __slots__ = (
         "answered",
+        "cache",
         "calls",
         "extra",
         "held",
@@ -168,6 +208,7 @@ class _Step:
         "timestamp",
         "usage_msgs",
         "usage_plain",
+        "uversion",
     )
 
     def __init__(self, source: str, timestamp: str | None) -> None:
@@ -184,6 +225,17 @@ class _Step:
         self.held: list[str] = []  # partial (cursor) texts not yet known to be whole
         self.usage_msgs: dict[str, _Usage] = {}
         self.usage_plain: _Usage | None = None
+        self.uversion = 0  # bumped by every usage reading (the render cache's key)
+        self.cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+
+    def key(self, agent_model: Any) -> tuple[Any, ...]:
+        """What the rendered step depends on (parts only grow, or their last one does)."""
+        m, r = self.message, self.reasoning
+        return (
+            len(m), len(m[-1]) if m else 0, len(self.held), len(r), len(r[-1]) if r else 0,
+            len(self.calls), len(self.results), len(self.extra), self.uversion, self.model,
+            agent_model,
+        )  # fmt: skip
 
     def usage(self) -> _Usage | None:
         if not self.usage_msgs and self.usage_plain is None:
@@ -209,6 +261,8 @@ class _Node:
         self.delta: tuple[str, _Step] | None = None  # a deltaOnly run: (subtype, step)
         self.fold = UsageFold()
         self.fold.start_stream()
+        self.fold_version = 0
+        self.final_cache: tuple[tuple[int, int], dict[str, Any]] | None = None
         self.fine_usage = False  # message or turn usage seen: counters stay out of the steps
         self.counters: dict[str, _Usage] = {}
         self.usage_seen = False
@@ -441,6 +495,7 @@ class _Node:
     def _usage(self, ev: Mapping[str, Any]) -> None:
         self.usage_seen = True
         self.fold.add(dict(ev))
+        self.fold_version += 1
         u = _Usage.of(ev)
         usage = _dict(ev.get("usage"))
         model = usage.get("model")
@@ -464,6 +519,7 @@ class _Node:
             step.model = model
 
     def _usage_to(self, step: _Step, mid: str | None, u: _Usage) -> None:
+        step.uversion += 1
         if mid is not None:
             seen = step.usage_msgs.get(mid)
             if seen is None:
@@ -523,6 +579,8 @@ class AtifBuilder:
             node.add(ev)
             if ev.get("kind") == "usage":
                 self.root.fold.add(dict(ev))
+                self.root.fold_version += 1
+                self.root.usage_seen = True
             return
         self.root.add(ev)
         sa = ev.get("subagent")
@@ -579,15 +637,15 @@ class AtifBuilder:
         """The ATIF document of the events so far (a valid one at every point)."""
         owner: dict[str, list[str]] = {}  # node key ("" = root) -> its sub-agents' keys
         call_of: dict[str, str | None] = {}
+        call_home: dict[str, str] = {}
+        for k2, n2 in self.subs.items():
+            for cid in n2.calls:
+                call_home.setdefault(cid, k2)
         for key in self.subs:
             call = self.link.get(key, key)
             call_of[key] = call
-            home = ""
-            for k2, n2 in self.subs.items():
-                if k2 != key and call in n2.calls:
-                    home = k2
-                    break
-            owner.setdefault(home, []).append(key)
+            home = call_home.get(call, "")
+            owner.setdefault("" if home == key else home, []).append(key)
         return self._render(self.root, None, owner, call_of, set())
 
     def _render(
@@ -601,9 +659,9 @@ class AtifBuilder:
         subs = [k for k in owner.get(key or "", []) if k not in seen]
         seen.update(subs)
         agent = self.agent(node, key)
-        steps = [_render_step(s, agent.get("model_name")) for s in node.steps]
+        steps = [_cached_step(s, agent.get("model_name")) for s in node.steps]
         if not steps:
-            steps = [{"source": "system", "message": "", "extra": {"empty": True}}]
+            steps = [{"step_id": 1, "source": "system", "message": "", "extra": {"empty": True}}]
         refs: dict[str, list[dict[str, Any]]] = {}
         for k in subs:
             ref: dict[str, Any] = {"trajectory_id": k}
@@ -611,10 +669,12 @@ class AtifBuilder:
             if meta:
                 ref["extra"] = meta
             refs.setdefault(call_of.get(k) or k, []).append(ref)
+        pos = {id(s): i for i, s in enumerate(node.steps)} if refs else {}
         for call, rs in refs.items():
             step_obj = node.calls.get(call)
-            idx = node.steps.index(step_obj) if step_obj is not None else len(steps) - 1
+            idx = pos[id(step_obj)] if step_obj is not None else len(steps) - 1
             _attach_refs(steps[idx], call if step_obj is not None else None, rs)
+            steps[idx] = _order(steps[idx])
         for i, s in enumerate(steps):
             s["step_id"] = i + 1
         doc: dict[str, Any] = {"schema_version": ATIF_VERSION}
@@ -624,7 +684,7 @@ class AtifBuilder:
             doc["session_id"] = sid
         doc["trajectory_id"] = key if key is not None else (sid or "trajectory")
         doc["agent"] = agent
-        doc["steps"] = [_order(s) for s in steps]
+        doc["steps"] = steps
         doc["final_metrics"] = _final(node, len(steps))
         extra: dict[str, Any] = {}
         if len(node.sessions) > 1:
@@ -659,15 +719,24 @@ def _order(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _attach_refs(step: dict[str, Any], call: str | None, refs: list[dict[str, Any]]) -> None:
-    obs = step.setdefault("observation", {"results": []})
+    old = step.get("observation", {"results": []})
+    obs = step["observation"] = {"results": [dict(r) for r in old["results"]]}
     for r in obs["results"]:
         if call is not None and r.get("source_call_id") == call:
-            r.setdefault("subagent_trajectory_ref", []).extend(refs)
+            r["subagent_trajectory_ref"] = [*r.get("subagent_trajectory_ref", []), *refs]
             return
     r2: dict[str, Any] = {"subagent_trajectory_ref": refs}
     if call is not None:
         r2["source_call_id"] = call
     obs["results"].append(r2)
+
+
+def _cached_step(s: _Step, agent_model: Any) -> dict[str, Any]:
+    """The step rendered (from the cache while nothing it shows changed), a fresh dict."""
+    key = s.key(agent_model)
+    if s.cache is None or s.cache[0] != key:
+        s.cache = (key, _order(_render_step(s, agent_model)))
+    return {"step_id": 0, **s.cache[1]}
 
 
 def _render_step(s: _Step, agent_model: Any) -> dict[str, Any]:
@@ -692,28 +761,63 @@ def _render_step(s: _Step, agent_model: Any) -> dict[str, Any]:
     return out
 
 
+def _totals(fold: UsageFold) -> dict[str, Any]:
+    """``fold.totals()["total"]`` without ending the fold's stream (``totals`` ends it, and a
+    live trajectory goes on): a shallow copy of the fold whose aggregates (what ending a stream
+    adds to) are copied; the readings are only read. ``tests/test_export_atif.py`` holds it
+    equal to a deep copy's totals. A fold without those aggregates is deep-copied (its price
+    snapshot shared)."""
+    agg = getattr(fold, "_agg", None)
+    if agg is not None and callable(getattr(agg, "copy", None)):
+        snap = copy.copy(fold)
+        snap._agg = agg.copy()
+        snap._session_dialect = dict(fold._session_dialect)
+    else:  # pragma: no cover - another fold layout
+        prices_ = getattr(fold, "prices", None)
+        snap = copy.deepcopy(fold, {id(prices_): prices_})
+    total: dict[str, Any] = snap.totals()["total"]
+    return total
+
+
 def _final(node: _Node, steps: int) -> dict[str, Any]:
+    key = (node.fold_version, steps)
+    if node.final_cache is not None and node.final_cache[0] == key:
+        return copy.deepcopy(node.final_cache[1])
     fm: dict[str, Any] = {}
     if node.usage_seen:
-        t = copy.deepcopy(node.fold).totals()["total"]
+        t = _totals(node.fold)
         extra: dict[str, Any] = {"cost_source": t["source"]}
-        for key, name in (
+        for key_, name in (
             ("inputTokens", "total_prompt_tokens"),
             ("outputTokens", "total_completion_tokens"),
             ("cachedTokens", "total_cached_tokens"),
         ):
-            n = _as_int(t[key])
+            n = _as_int(t[key_])
             if n is None:
-                extra[name] = t[key]
+                extra[name] = t[key_]
             else:
                 fm[name] = n
         if t["costUsd"] is not None:
             fm["total_cost_usd"] = float(t["costUsd"])
-        if "reasoningTokens" in t:
-            extra["total_reasoning_tokens"] = t["reasoningTokens"]
+        if t.get("estimatedUsd"):
+            extra["estimated_cost_usd"] = t["estimatedUsd"]
+            snapshot = getattr(node.fold, "prices", None)
+            if snapshot is not None:
+                extra["prices"] = snapshot.describe()
+        for key_, name in (
+            ("reasoningTokens", "total_reasoning_tokens"),
+            ("cacheWriteTokens", "total_cache_write_tokens"),
+            ("cacheWrite1hTokens", "total_cache_write_1h_tokens"),
+        ):
+            if key_ in t:
+                extra[name] = t[key_]
+        if t.get("unpricedModels"):
+            extra["unpriced_models"] = t["unpricedModels"]
         fm["extra"] = extra
     fm["total_steps"] = steps
-    return {k: fm[k] for k in sorted(fm, key=_FINAL_ORDER.index)}
+    out = {k: fm[k] for k in sorted(fm, key=_FINAL_ORDER.index)}
+    node.final_cache = (key, out)
+    return copy.deepcopy(out)
 
 
 _FINAL_ORDER = [

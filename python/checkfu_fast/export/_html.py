@@ -93,7 +93,8 @@ def _step_stats(step: Mapping[str, Any]) -> str:
         parts.append(f"out {_fmt(m['completion_tokens'])}")
     text = " · ".join(parts) + " tokens" if parts else ""
     if "cost_usd" in m:
-        text += (" · " if text else "") + _cost(m["cost_usd"])
+        estimated = (m.get("extra") or {}).get("cost_source") == "estimated"
+        text += (" · " if text else "") + ("≈" if estimated else "") + _cost(m["cost_usd"])
     return f'<span class="stats">{escape(text)}</span>' if text else ""
 
 
@@ -207,13 +208,16 @@ def render_trajectory(doc: Mapping[str, Any], *, title: str | None = None) -> st
     first = next((s["timestamp"] for s in doc.get("steps", []) if "timestamp" in s), None)
     if first:
         meta.append(f"started {first}")
+    estimated = (fm.get("extra") or {}).get("cost_source") == "estimated"
+    cost = _cost(fm.get("total_cost_usd"))
+    cost_card = ("cost (estimated)", "≈" + cost) if estimated else ("cost", cost)
     cards = [
         ("steps", _fmt(fm.get("total_steps"))),
         ("tool calls", _fmt(tools)),
         ("input tokens", _fmt(fm.get("total_prompt_tokens"))),
         ("cached", _fmt(fm.get("total_cached_tokens"))),
         ("output tokens", _fmt(fm.get("total_completion_tokens"))),
-        ("cost", _cost(fm.get("total_cost_usd"))),
+        cost_card,
         ("errors", _fmt(errors)),
     ]
     totals = "".join(f"<div>{escape(k)}<b>{escape(v)}</b></div>" for k, v in cards)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..oneshot.redact import redact_deep
 from ._atif import AtifBuilder
 
 _LEAN_DROP = ("raw", "parsed")
@@ -77,6 +76,8 @@ class LiveExport:
         for ev in events:
             lean = {k: v for k, v in ev.items() if k not in _LEAN_DROP}
             if self._redact is not None:  # the turn's redaction (secrets of the env)
+                from ..oneshot.redact import redact_deep  # (oneshot imports this module)
+
                 lean = redact_deep(lean, self._redact)
             if self.builder is not None:
                 self.builder.add(lean)
@@ -102,8 +103,9 @@ class LiveExport:
         assert self.path is not None and self.builder is not None
         doc = self.builder.trajectory()
         tmp = self.path.with_name(f".{self.path.name}.partial")
+        text = json.dumps(doc, ensure_ascii=False)  # one shot: the C encoder
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, ensure_ascii=False)
+            f.write(text)
         os.replace(tmp, self.path)
         self.writes += 1
 

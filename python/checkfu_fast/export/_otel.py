@@ -371,8 +371,13 @@ class OtelEmitter:
             ):
                 if isinstance(t[key], int) and (t[key] or t["source"] != "absent"):
                     span.set_attribute(name, t[key])
+            if isinstance(t.get("cacheWriteTokens"), int):
+                span.set_attribute(
+                    "gen_ai.usage.cache_creation.input_tokens", t["cacheWriteTokens"]
+                )
             if t["costUsd"] is not None:
                 span.set_attribute("checkfu.usage.cost_usd", float(t["costUsd"]))
+                span.set_attribute("checkfu.usage.cost_source", str(t["source"]))
             ends = [k for k, n in t["endings"].items() if n]
             if ends:
                 span.set_attribute("checkfu.ending", ends[-1])
@@ -389,8 +394,13 @@ def _usage_attrs(span: Any, u: _Usage) -> None:
             span.set_attribute(name, int(val) if float(val).is_integer() else float(val))
         if u.reasoning is not None:
             span.set_attribute("gen_ai.usage.reasoning.output_tokens", u.reasoning)
+        if u.cw is not None:
+            span.set_attribute("gen_ai.usage.cache_creation.input_tokens", u.cw)
     if u.cost is not None:
         span.set_attribute("checkfu.usage.cost_usd", u.cost)
+    elif u.est is not None:
+        span.set_attribute("checkfu.usage.cost_usd", u.est)
+        span.set_attribute("checkfu.usage.cost_source", "estimated")
 
 
 def to_otel(events: Iterable[Mapping[str, Any]], tracer_provider: Any = None) -> dict[str, Any]:
