@@ -315,7 +315,8 @@ def _collab(phase: str, item: dict[str, Any], iid: Any) -> list[Event]:
                 info["description"] = item["prompt"]
             out.append(_with(status("subagent", name), subagent=info))
     for tid, st in states.items():
-        end = _AGENT_ENDS.get(cast(str, st.get("status"))) if isinstance(st, dict) else None
+        state = st.get("status") if isinstance(st, dict) else None
+        end = _AGENT_ENDS.get(state) if isinstance(state, str) else None
         if end is not None and tid:
             info = {"id": tid, "phase": "ended", "disposition": end}
             out.append(_with(status("subagent", name), subagent=info))
