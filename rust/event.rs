@@ -191,6 +191,12 @@ pub struct Extra<'v> {
     /// A codex rollout `session_meta` of a thread that starts from its parent's counter
     /// (a `thread_spawn` sub-agent or a fork): `continuation: true` on its `status/init`.
     pub continuation: bool,
+    /// claude's control channel: the request id of a reply or request (`controlRequestId`).
+    pub control_request_id: Option<&'v str>,
+    /// claude `control_response`: the reply's own `response` object (`controlResponse`).
+    pub control_response: Option<&'v Value<'v>>,
+    /// claude `system/background_tasks_changed`: the live set of tasks (`backgroundTasks`).
+    pub background_tasks: Option<&'v Value<'v>>,
 }
 
 /// Line-level fields a dialect reads once per line.

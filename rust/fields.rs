@@ -294,6 +294,9 @@ fields! {
     "answer": Ty::Flag => |c| c.x()?.answer.then_some(Val::Bool(true));
     "partialArguments": Ty::Str => |c| c.x()?.partial_arguments.map(Val::Str);
     "continuation": Ty::Flag => |c| c.x()?.continuation.then_some(Val::Bool(true));
+    "controlRequestId": Ty::Str => |c| c.x()?.control_request_id.map(Val::Str);
+    "controlResponse": Ty::Json => |c| c.x()?.control_response.map(Val::Json);
+    "backgroundTasks": Ty::Json => |c| c.x()?.background_tasks.map(Val::Json);
     "sessionId": Ty::Str => |c| c.rec.meta.session_id.map(Val::Str);
     "timestamp": Ty::Time => |c| c.rec.meta.timestamp.map(Val::Str);
     "parentToolUseId": Ty::Str => |c| c.rec.meta.parent_tool_use_id.map(Val::Str);

@@ -125,6 +125,11 @@ def test_control_channel_goals_and_task_sets_are_progress():
         "background tasks: none",
         "background tasks: npm test; t2",
     ]
+    # the typed extras a runner uses: the reply's request id and payload, the live task set
+    assert [e.get("controlRequestId") for e in evs[:4]] == ["req_2", "req_3", "r1", "r1"]
+    assert evs[0]["controlResponse"] == {} and "controlResponse" not in evs[1]
+    assert evs[7]["backgroundTasks"] == [] and len(evs[8]["backgroundTasks"]) == 2
+    assert not [e for e in evs[4:7] if {"controlRequestId", "backgroundTasks"} & e.keys()]
 
 
 def test_the_late_2026_example_is_audit_clean():

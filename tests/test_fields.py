@@ -26,7 +26,14 @@ GOLDEN = sorted((ROOT / "vectors" / "events").glob("*/*.input.jsonl"))
 REAL = sorted(CORPUS.glob("*/*.jsonl"))
 EXAMPLES = sorted((ROOT / "docs").glob("examples-*/*.jsonl"))
 INPUTS = GOLDEN + EXAMPLES + REAL
-TREES = ("providerArguments", "toolResult", "structuredOutput", "parsed")
+TREES = (
+    "providerArguments",
+    "toolResult",
+    "controlResponse",
+    "backgroundTasks",
+    "structuredOutput",
+    "parsed",
+)
 
 
 def ids(p: Path) -> str:

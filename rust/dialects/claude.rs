@@ -181,7 +181,7 @@ fn commands_changed<'v>(v: &'v Value<'v>) -> Event<'v> {
 /// `system/background_tasks_changed`: the whole live set of background tasks (each task's own
 /// `task_*` lines carry its changes): their descriptions, else ids.
 fn background_tasks<'v>(v: &'v Value<'v>) -> Event<'v> {
-    let Some(Value::Array(tasks)) = v.get("tasks") else {
+    let Some(list @ Value::Array(tasks)) = v.get("tasks") else {
         return status("progress", Some(Cow::Borrowed("background_tasks_changed")));
     };
     let names: Vec<&str> = tasks
@@ -194,10 +194,10 @@ fn background_tasks<'v>(v: &'v Value<'v>) -> Event<'v> {
     } else {
         names.join("; ")
     };
-    status(
-        "progress",
-        Some(Cow::Owned(format!("background tasks: {joined}"))),
-    )
+    let text = Cow::Owned(format!("background tasks: {joined}"));
+    let mut ev = status("progress", Some(text));
+    ev.x().background_tasks = Some(list); // the live set: a runner keeps stdin open for it
+    ev
 }
 
 /// The control channel of `--input-format stream-json`: `control_response` (the CLI's reply
@@ -222,7 +222,17 @@ fn control<'v>(v: &'v Value<'v>, t: &'v str) -> Event<'v> {
             text.push_str(err);
         }
     }
-    status("progress", Some(Cow::Owned(text)))
+    let mut ev = status("progress", Some(Cow::Owned(text)));
+    if rid.is_some() {
+        ev.x().control_request_id = rid;
+    }
+    if t == "control_response" {
+        // e.g. an interrupt's {"still_queued": [...]}
+        if let Some(reply) = holder.get("response").filter(|r| r.is_object()) {
+            ev.x().control_response = Some(reply);
+        }
+    }
+    ev
 }
 
 /// `active_goal`: the goal the session now pursues (`value.condition`), or none.

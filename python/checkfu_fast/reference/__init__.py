@@ -47,6 +47,7 @@ _ORDER = (
     "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
     "reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens",
     "emptyResult", "answer", "partialArguments", "continuation",
+    "controlRequestId", "controlResponse", "backgroundTasks",
 )  # fmt: skip
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
@@ -66,7 +67,16 @@ EVENT_FIELDS: tuple[str, ...] = (
 ALWAYS_FIELDS = ("v", "seq", "position", "dialect", "kind", "subtype")
 #: Fields whose values are JSON trees: a projection's JSONL writes them as the JSON text of
 #: their value (one JSON type per key across a file). ``tool.arguments`` too.
-TREE_FIELDS = frozenset({"providerArguments", "toolResult", "structuredOutput", "parsed"})
+TREE_FIELDS = frozenset(
+    {
+        "providerArguments",
+        "toolResult",
+        "controlResponse",
+        "backgroundTasks",
+        "structuredOutput",
+        "parsed",
+    }
+)
 
 
 def resolve_fields(fields: Any) -> tuple[str, ...] | None:

@@ -230,13 +230,16 @@ def _background_tasks(v: dict[str, Any]) -> Event:
     tasks = v.get("tasks")
     if not isinstance(tasks, list):
         return status("progress", "background_tasks_changed")
+    ev = status("progress")
+    ev["backgroundTasks"] = tasks  # the live set as given: a runner keeps stdin open for it
     names = []
     for t in tasks:
         if isinstance(t, dict):
             name = _nonempty(t.get("description")) or _nonempty(t.get("task_id"))
             if name is not None:
                 names.append(name)
-    return status("progress", "background tasks: " + ("; ".join(names) or "none"))
+    ev["text"] = "background tasks: " + ("; ".join(names) or "none")
+    return ev
 
 
 def _control(v: dict[str, Any], t: str) -> Event:
@@ -252,7 +255,13 @@ def _control(v: dict[str, Any], t: str) -> Event:
     parts = [t] + [x for x in (_nonempty(holder.get("subtype")), rid) if x is not None]
     text = " ".join(parts)
     err = _nonempty(holder.get("error")) if t == "control_response" else None
-    return status("progress", text + (f": {err}" if err is not None else ""))
+    ev = status("progress", text + (f": {err}" if err is not None else ""))
+    if rid is not None:
+        ev["controlRequestId"] = rid
+    reply = holder.get("response")
+    if t == "control_response" and isinstance(reply, dict):
+        ev["controlResponse"] = reply  # e.g. an interrupt's {"still_queued": [...]}
+    return ev
 
 
 def _active_goal(v: dict[str, Any]) -> Event:
