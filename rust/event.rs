@@ -224,6 +224,9 @@ pub struct LineMeta<'v> {
     pub agent_id: Option<&'v str>,
     /// claude session files: a sidechain (sub-agent) line (`isSidechain: true`).
     pub sidechain: bool,
+    /// The session's working directory where the line gives it (`cwd`: claude session lines,
+    /// codex rollout `session_meta`/`turn_context`).
+    pub cwd: Option<&'v str>,
 }
 
 pub fn name_or_unknown<'v>(v: Option<&'v Value<'v>>) -> Text<'v> {

@@ -313,6 +313,7 @@ fields! {
     "requestId": Ty::Str => |c| c.rec.meta.request_id.map(Val::Str);
     "agentId": Ty::Str => |c| c.rec.meta.agent_id.map(Val::Str);
     "sidechain": Ty::Flag => |c| c.rec.meta.sidechain.then_some(Val::Bool(true));
+    "cwd": Ty::Str => |c| c.rec.meta.cwd.map(Val::Str);
     "repairedSurrogates": Ty::UInt => |c| (c.rec.repairs > 0).then_some(Val::UInt(c.rec.repairs as u64));
     "raw": Ty::Raw => |c| Some(Val::Raw(c.rec.raw));
     "parsed": Ty::Parsed => |_c| Some(Val::Parsed);

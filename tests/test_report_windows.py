@@ -197,8 +197,9 @@ def test_default_discovery_under_home(tmp_path: Path, monkeypatch, capsys) -> No
         run(["report", "--json", str(EXAMPLES / "claude-session.jsonl")], capsys)[1]
     )
     assert doc["total"]["inputTokens"] == once["inputTokens"] + claude["total"]["inputTokens"] + 7
-    projects = {r["project"] for r in doc["rows"]}
-    assert {"-home-dev-proj", "-home-dev-other"} <= projects
+    # the cwd of the lines (claude session lines, the rollout's session_meta/turn_context)
+    projects = {r["project"]: r["inputTokens"] for r in doc["rows"]}
+    assert set(projects) == {"/home/dev/proj"}, projects
 
 
 def test_default_discovery_with_config_dir_and_codex_home(

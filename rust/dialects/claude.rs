@@ -156,6 +156,7 @@ impl Dialect for Claude {
         m.agent_id =
             nonempty(v.get("agentId")).or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
         m.sidechain = v.is_true_at("isSidechain");
+        m.cwd = nonempty(v.get("cwd"));
         m
     }
 }

@@ -817,10 +817,18 @@ fn rollout_meta<'v>(v: &'v Value<'v>) -> LineMeta<'v> {
         (Some(t @ ("response_item" | "event_msg")), Some(p)) => p.str_at("type").or(Some(t)),
         (t, _) => t,
     };
+    let cwd = if header {
+        nonempty(v.get("cwd"))
+    } else if v.str_eq("type", "session_meta") || v.str_eq("type", "turn_context") {
+        p.and_then(|p| nonempty(p.get("cwd")))
+    } else {
+        None
+    };
     let mut meta = LineMeta {
         session_id,
         timestamp: v.str_at("timestamp"),
         native_type,
+        cwd,
         ..LineMeta::default()
     };
     if let Some(p) = p.filter(|_| v.str_eq("type", "event_msg")) {

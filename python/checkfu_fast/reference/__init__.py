@@ -52,7 +52,7 @@ _ORDER = (
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
     "modelCallId", "nativeId", "stopReason", "durationMs", "resultText", "structuredOutput",
-    "repeatsError", "partial", "resultJoinsMessages", "requestId", "agentId", "sidechain",
+    "repeatsError", "partial", "resultJoinsMessages", "requestId", "agentId", "sidechain", "cwd",
 )  # fmt: skip
 # line-level fields before ``nativeType``, in this order
 _LINE_HEAD = ("sessionId", "timestamp", "parentToolUseId")

@@ -125,6 +125,8 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
         m["agentId"] = data["agentId"]
     if v.get("isSidechain") is True:
         m["sidechain"] = True
+    if _nonempty(v.get("cwd")) is not None:
+        m["cwd"] = v["cwd"]
     return m
 
 

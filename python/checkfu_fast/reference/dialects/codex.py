@@ -42,6 +42,14 @@ def meta(v: dict[str, Any]) -> dict[str, Any]:
             out["timestamp"] = v["timestamp"]
         if v.get("type") == "event_msg" and isinstance(p, dict):
             out.update(line_extras(p))
+        if is_header(v):
+            cwd = v.get("cwd")
+        elif v["type"] in ("session_meta", "turn_context") and isinstance(p, dict):
+            cwd = p.get("cwd")
+        else:
+            cwd = None
+        if isinstance(cwd, str) and cwd:
+            out["cwd"] = cwd
         return out
     if isinstance(v.get("thread_id"), str):
         out["sessionId"] = v["thread_id"]
