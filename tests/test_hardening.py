@@ -27,7 +27,7 @@ from checkfu_fast.oneshot import (
     validate_contract,
 )
 from checkfu_fast.oneshot.redact import MARK, redact_bytes, redactor
-from livehelp import contract, harness
+from livehelp import FAST, contract, harness
 
 CONTAINED = pytest.mark.skipif(
     not pid_namespace_available(), reason="this machine allows no PID namespace"
@@ -340,3 +340,69 @@ def test_known_credentials_are_redacted_in_replays_too():
     (use,) = [o for o in obs if o["type"] == "observation.tool_use"]
     assert use["payload"]["args"] == {"command": f"curl -H 'Authorization: Bearer {MARK}'"}
     assert use["payload"]["tool_use_id"] == TOOL_ID
+
+
+# -- the output cap --------------------------------------------------------------------------------
+
+YES = {"image": "x", "entrypoint": "/usr/bin/yes", "protocol": "oneshot-v1", "argv": []}
+YES_CONTRACT = {**YES, "prompt_transport": "stdin", "output_mode": "stream_json"}
+
+
+def test_stream_json_reads_at_the_pipes_speed_and_the_cap_wins_over_the_deadline():
+    """The live fold no longer throttles reading: `yes` reaches a 4 MiB cap at once, so the
+    turn ends payload_too_large, not turn_deadline_exceeded (the fold of 2 million junk lines
+    takes far longer than the 3 s deadline)."""
+    r = run_turn(YES_CONTRACT, TurnRequest("go"), output_cap=4 << 20, deadline_s=3, **FAST)
+    assert r.process.output_truncated and len(r.process.stdout) == 4 << 20
+    assert r.observations[-1]["payload"]["error"]["type"] == "validation.payload_too_large"
+    assert r.process.wall_time_ms < 2500  # killed at the cap, well before the deadline
+
+
+PEAK_SCRIPT = """
+from checkfu_fast.oneshot import TurnRequest, observe, run_turn, validate_contract
+from checkfu_fast.oneshot.executor import make_staging_dir, run_process
+def hwm():
+    with open("/proc/self/status") as f:  # VmHWM: the peak RSS so far, in KiB
+        return int(next(l.split()[1] for l in f if l.startswith("VmHWM:"))) // 1024
+contract = validate_contract({contract!r})
+observe(contract, TurnRequest("warm up"), b"y\\n" * 1000)
+base = hwm()
+{body}
+print(hwm() - base)
+"""
+
+
+def peak_growth_mib(body: str, contract: dict | None = None) -> int:
+    code = PEAK_SCRIPT.format(contract=contract or YES_CONTRACT, body=body)
+    return int(run_script(code).split()[-1])
+
+
+def test_run_process_holds_the_cap_once():
+    """64 MiB of `yes`: the kept stdout grows in place and is handed over without a copy (the
+    executor held twice the cap)."""
+    body = (
+        "d = make_staging_dir()\n"
+        "r = run_process('/usr/bin/yes', [], stdin=None, staging_dir=d)\n"
+        "assert r.output_truncated and len(r.stdout) == 64 << 20"
+    )
+    assert peak_growth_mib(body) <= 64 + 16
+
+
+def test_observe_replays_a_stored_stdout_in_pieces():
+    """observe() of 1 MiB of short lines feeds it in pipe-sized pieces: the events of one
+    piece at a time, not half a million event dicts at once."""
+    body = "obs, _ = observe(contract, TurnRequest('go'), b'y\\n' * (1 << 19))"
+    assert peak_growth_mib(body) <= 32
+
+
+@pytest.mark.parametrize("mode", ["text", "stream_json"])
+def test_a_turn_holds_at_most_the_cap_and_16_mib(mode):
+    """run_turn on `yes` to the default 64 MiB cap: the stored stdout once (the exchange's
+    decoded copy is made on access), at most 4 MiB queued for the fold, the fold's pieces
+    (stream_json: its deadline stops the fold of 33 million junk lines)."""
+    body = (
+        "r = run_turn(contract, TurnRequest('go'), deadline_s=3)\n"
+        "assert r.process.output_truncated and len(r.process.stdout) == 64 << 20\n"
+        "assert r.observations[-1]['payload']['error']['type'] == 'validation.payload_too_large'"
+    )
+    assert peak_growth_mib(body, {**YES_CONTRACT, "output_mode": mode}) <= 64 + 16

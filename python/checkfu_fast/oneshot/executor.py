@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import selectors
 import shutil
@@ -598,7 +599,10 @@ class _Run:
         self.stdin = stdin
         self.output_cap = max(output_cap, 0)
         self.tail_bytes = max(tail_bytes, 0)
-        self.stdout = bytearray()
+        # the kept stdout: a BytesIO grows in place (realloc) and hands its buffer over as
+        # ``bytes`` without a copy (getvalue), so the peak is about the cap, not twice it
+        self.stdout = io.BytesIO()
+        self.stored = 0
         self.tail = bytearray()
         self.pending = memoryview(b"")
         self.fds: dict[int, str] = {}  # fd -> "stdin" | "stdout" | "stderr"
@@ -890,10 +894,11 @@ class _Run:
         if not data:
             self._close(fd)
         elif name == "stdout":
-            room = self.output_cap - len(self.stdout)
+            room = self.output_cap - self.stored
             if room > 0:
                 kept = data[:room]
-                self.stdout += kept
+                self.stdout.write(kept)
+                self.stored += len(kept)
                 if self.on_stdout is not None:
                     self.on_stdout(kept)
             if len(data) > room:
@@ -955,7 +960,7 @@ class _Run:
         else:  # not dead a while after SIGKILL (uninterruptible sleep): do not hang on it
             returncode = None
         return ProcessResult(
-            stdout=bytes(self.stdout),
+            stdout=self.stdout.getvalue(),
             stderr_tail=bytes(self.tail),
             exit_code=returncode if returncode is not None and returncode >= 0 else None,
             signal=-returncode if returncode is not None and returncode < 0 else None,

@@ -25,6 +25,11 @@ MAX_MESSAGE = 4_096
 MAX_NAME = 256
 MAX_COUNT = 1_000_000
 MAX_WALL_MS = 604_800_000
+REPLAY_CHUNK = 1 << 16  # observe() feeds a stored stdout in pieces of this size (a pipe read)
+# the normalizer gets at most this many bytes at a time: its events of one call are alive
+# together (an event of a 2-byte junk line is about 3 KiB of Python objects: 4 KiB of such
+# lines, 2,048 events, about 7 MiB; a whole 64 KiB read was 105 MiB)
+FEED_PIECE = 1 << 12
 
 FRAMING_ERRORS = {
     "invalid_utf8",
@@ -689,7 +694,7 @@ class Observer:
 
                 self._normalizer = Normalizer(dialect)
 
-    def feed(self, data: bytes) -> list[Observation]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Observation]:
         """stdout bytes as they arrive (any chunking); the observations they complete, in order.
         The first observations ever returned (by feed or finish) start with observation.ready."""
         if self._finished:
@@ -700,8 +705,10 @@ class Observer:
             self._text.feed(bytes(data))
             return self._out([])
         assert self._fold is not None
-        for e in self._normalizer.feed(bytes(data)):
-            self._fold.feed(e)
+        view = memoryview(data).cast("B")
+        for at in range(0, len(view), FEED_PIECE):  # (the events of one piece at a time)
+            for e in self._normalizer.feed(view[at : at + FEED_PIECE].tobytes()):
+                self._fold.feed(e)
         return self._out(self._fold.take())
 
     def finish(self, process: Any = None) -> list[Observation]:
@@ -789,7 +796,10 @@ def observe(
     )
     if isinstance(stdout, str):
         stdout = stdout.encode("utf-8", "surrogatepass")
-    out = observer.feed(stdout)
+    out: list[Observation] = []
+    view = memoryview(stdout).cast("B")
+    for at in range(0, len(view), REPLAY_CHUNK):  # the events of one piece at a time
+        out += observer.feed(view[at : at + REPLAY_CHUNK])
     out += observer.finish(process)
     return out, observer.state
 

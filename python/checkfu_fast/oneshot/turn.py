@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import contextlib
 import dataclasses
+import functools
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,7 +32,7 @@ from .executor import (
     remove_staging_dir,
     run_process,
 )
-from .observe import Observation, Observer
+from .observe import REPLAY_CHUNK, Observation, Observer
 from .plan import TurnRequest, plan_exchange
 from .redact import redact_bytes, redactor
 
@@ -37,6 +40,7 @@ DEFAULT_DEADLINE_S = 600.0
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 _END = object()
 _EMPTY = object()
+FOLD_QUEUE_BYTES = 4 << 20  # stdout read but not yet folded, at most (then: caught up after)
 _POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen promptly)
 _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
 
@@ -45,12 +49,22 @@ _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled tu
 class TurnResult:
     observations: list[Observation]
     resulting_state: dict[str, Any]
-    exchange: dict[str, Any]  # as planned for the private staging dir, plus "stdout"
+    planned: dict[str, Any]  # the exchange as planned for the private staging dir
     staging_dir: str  # removed when the turn has ended
     process: ProcessResult  # stderr_tail and spawn_error_message redacted
     # a retryable failure's resume time as the stream stated it (error retryAt / retryAfterMs)
     retry_at: str | None = None  # RFC 3339 UTC
     retry_after_ms: int | None = None
+
+    @functools.cached_property
+    def exchange(self) -> dict[str, Any]:
+        """The exchange: ``planned`` plus ``stdout`` (the kept stdout, decoded) and
+        ``resulting_state``. Made on first access: until then the turn holds its stdout once
+        (``process.stdout``), so a turn's peak memory is the output cap, not twice it."""
+        exchange = {k: v for k, v in self.planned.items() if k != "resulting_state"}
+        exchange["stdout"] = self.process.stdout.decode("utf-8", "replace")
+        exchange["resulting_state"] = self.resulting_state
+        return exchange
 
 
 _LIVE: set[TurnStream] = set()  # running turns (each removes itself when it ends)
@@ -97,6 +111,13 @@ class TurnStream:
         self._error: BaseException | None = None
         self._done = False
         self._waker: Callable[[], object] | None = None
+        self._fold_wake = threading.Condition()
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._queued = 0
+        self._behind = False
+        self._read_done = False
+        self._process: ProcessResult | None = None
+        self._read_error: BaseException | None = None
         root = make_staging_dir()
         try:
             exchange = plan_exchange(contract, request, staging_root=root)
@@ -156,9 +177,74 @@ class TurnStream:
             self._observations.append(obs)
             self._put(obs)
 
+    # The executor's loop reads stdout at the pipe's speed: it never waits for the fold. Its
+    # ``on_stdout`` only queues each kept chunk (at most ``FOLD_QUEUE_BYTES``); the fold runs
+    # in this worker thread. When the queue is full the chunk is not queued and neither is any
+    # later one (``_behind``): the fold is slower than the harness writes, and catches up from
+    # the stored stdout (which holds every kept byte) once the process has ended. Nothing is
+    # lost, the cap and the deadline act at the pipe's speed, and the queue adds at most
+    # ``FOLD_QUEUE_BYTES`` to the stored stdout.
+
+    def _queue_stdout(self, data: bytes) -> None:
+        with self._fold_wake:
+            if self._behind or self._queued + len(data) > FOLD_QUEUE_BYTES:
+                self._behind = True
+                return
+            self._chunks.append(data)
+            self._queued += len(data)
+            self._fold_wake.notify()
+
+    def _read(self) -> None:
+        try:
+            self._process = run_process(
+                on_stdout=self._queue_stdout, cancel=self._cancel, **self._run_args
+            )
+        except BaseException as exc:
+            self._read_error = exc
+        finally:
+            with self._fold_wake:
+                self._read_done = True
+                self._fold_wake.notify()
+
+    def _fold_live(self) -> int:
+        """Fold the queued chunks until the reader is done; the number of bytes folded."""
+        folded = 0
+        while True:
+            with self._fold_wake:
+                while not self._chunks and not self._read_done:
+                    self._fold_wake.wait(_POLL_S)
+                if not self._chunks:
+                    return folded
+                data = self._chunks.popleft()
+                self._queued -= len(data)
+            folded += len(data)
+            self._feed(data)
+
+    def _run(self) -> ProcessResult:
+        """``run_process`` in a reader thread, the fold here; the process's result."""
+        self._deadline = time.monotonic() + self._run_args["deadline_s"]
+        reader = threading.Thread(target=self._read, name="checkfu-turn-reader", daemon=True)
+        reader.start()
+        try:
+            folded = self._fold_live()
+        finally:
+            reader.join()
+        if self._read_error is not None:
+            raise self._read_error
+        process = self._process
+        assert process is not None
+        stdout = memoryview(process.stdout)
+        for at in range(folded, len(stdout), REPLAY_CHUNK):  # what the queue could not take
+            if time.monotonic() >= self._deadline:
+                # the fold is slower than the turn's time: the rest of stdout is not folded and
+                # the turn ends past its deadline (a capped one still ends payload_too_large)
+                return dataclasses.replace(process, timed_out=True)
+            self._feed(stdout[at : at + REPLAY_CHUNK].tobytes())
+        return process
+
     def _work(self) -> None:
         try:
-            process = run_process(on_stdout=self._feed, cancel=self._cancel, **self._run_args)
+            process = self._run()
             if self._redact is not None:  # before the ending quotes the stderr tail
                 message = process.spawn_error_message
                 tail = process.stderr_tail
@@ -173,7 +259,6 @@ class TurnStream:
                 self._put(obs)
             state = self._observer.state
             exchange = self._exchange
-            exchange["stdout"] = process.stdout.decode("utf-8", "replace")
             exchange["resulting_state"] = state
             retry = self._observer.retry or (None, None)
             self._result = TurnResult(
