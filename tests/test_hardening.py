@@ -398,10 +398,10 @@ def test_observe_replays_a_stored_stdout_in_pieces():
 @pytest.mark.parametrize("mode", ["text", "stream_json"])
 def test_a_turn_holds_at_most_the_cap_and_16_mib(mode):
     """run_turn on `yes` to the default 64 MiB cap: the stored stdout once (the exchange's
-    decoded copy is made on access), at most 4 MiB queued for the fold, the fold's pieces
-    (stream_json: its deadline stops the fold of 33 million junk lines)."""
+    decoded copy is made on access), at most 2 MiB queued for the fold, the fold's pieces
+    (stream_json: its deadline, 8 s, stops the fold of 33 million junk lines)."""
     body = (
-        "r = run_turn(contract, TurnRequest('go'), deadline_s=3)\n"
+        "r = run_turn(contract, TurnRequest('go'), deadline_s=8)\n"
         "assert r.process.output_truncated and len(r.process.stdout) == 64 << 20\n"
         "assert r.observations[-1]['payload']['error']['type'] == 'validation.payload_too_large'"
     )

@@ -40,7 +40,7 @@ DEFAULT_DEADLINE_S = 600.0
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 _END = object()
 _EMPTY = object()
-FOLD_QUEUE_BYTES = 4 << 20  # stdout read but not yet folded, at most (then: caught up after)
+FOLD_QUEUE_BYTES = 2 << 20  # stdout read but not yet folded, at most (then: caught up after)
 _POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen promptly)
 _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
 
