@@ -406,3 +406,19 @@ def test_a_turn_holds_at_most_the_cap_and_16_mib(mode):
         "assert r.observations[-1]['payload']['error']['type'] == 'validation.payload_too_large'"
     )
     assert peak_growth_mib(body, {**YES_CONTRACT, "output_mode": mode}) <= 64 + 16
+
+
+def test_a_turn_keeps_a_bounded_number_of_observations():
+    """A flood of short messages: the stream yields every observation, the result keeps the
+    first MAX_KEPT_OBSERVATIONS - 1 and the ending, and counts the rest."""
+    from checkfu_fast.oneshot.turn import MAX_KEPT_OBSERVATIONS
+
+    n = MAX_KEPT_OBSERVATIONS + 2_000
+    with stream_turn(contract(), TurnRequest("go"), **harness("flood-messages", str(n))) as s:
+        seen = sum(1 for _ in s)
+        r = s.result
+    assert seen == n + 2  # ready, the messages, the ending
+    assert len(r.observations) == MAX_KEPT_OBSERVATIONS
+    assert r.observations_dropped == n + 2 - MAX_KEPT_OBSERVATIONS
+    assert r.observations[-1]["type"] == "observation.finished"
+    assert r.observations[-2]["payload"]["content"] == f"m{MAX_KEPT_OBSERVATIONS - 3}"

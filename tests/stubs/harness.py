@@ -212,6 +212,13 @@ def main() -> None:
         line = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use]}}
         out.write(CLAUDE_INIT + b"\n" + json.dumps(line).encode() + b"\n")
         out.write(json.dumps(CLAUDE_RESULT).encode() + b"\n")
+    elif mode == "flood-messages":  # observations: N short assistant messages, then a result
+        out.write(CLAUDE_INIT + b"\n")
+        for i in range(int(args[0])):
+            line = claude_text(f"m{i}")
+            line["message"]["id"] = f"msg_{i}"
+            out.write(json.dumps(line).encode() + b"\n")
+        out.write(json.dumps(CLAUDE_RESULT).encode() + b"\n")
     elif mode == "stderr-cut":  # hygiene: the stderr tail's cut falls inside a secret
         value, shown = os.environ["CHECKFU_SECRET"], int(args[0])
         size = int(args[1])  # the runner's stderr_tail_bytes

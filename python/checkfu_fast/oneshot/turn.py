@@ -40,6 +40,9 @@ DEFAULT_DEADLINE_S = 600.0
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 _END = object()
 _EMPTY = object()
+# a TurnResult keeps at most this many observations (about 1 KiB each for short messages):
+# a flood of 781,628 observations held 680 MiB; the stream itself yields every one
+MAX_KEPT_OBSERVATIONS = 10_000
 FOLD_QUEUE_BYTES = 2 << 20  # stdout read but not yet folded, at most (then: caught up after)
 _POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen promptly)
 _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
@@ -55,6 +58,9 @@ class TurnResult:
     # a retryable failure's resume time as the stream stated it (error retryAt / retryAfterMs)
     retry_at: str | None = None  # RFC 3339 UTC
     retry_after_ms: int | None = None
+    # observations the stream yielded that ``observations`` does not keep (beyond
+    # MAX_KEPT_OBSERVATIONS: the first ones and the ending are kept)
+    observations_dropped: int = 0
 
     @functools.cached_property
     def exchange(self) -> dict[str, Any]:
@@ -107,6 +113,7 @@ class TurnStream:
         self._cancel = threading.Event()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._observations: list[Observation] = []
+        self._dropped = 0
         self._result: TurnResult | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -172,10 +179,18 @@ class TurnStream:
             with contextlib.suppress(RuntimeError):  # the event loop is closed
                 waker()
 
+    def _keep(self, obs: Observation, ending: bool = False) -> None:
+        """Keep ``obs`` for the result: the first ``MAX_KEPT_OBSERVATIONS - 1`` and the ending;
+        the others are only yielded (and counted in ``observations_dropped``)."""
+        if ending or len(self._observations) < MAX_KEPT_OBSERVATIONS - 1:
+            self._observations.append(obs)
+        else:
+            self._dropped += 1
+        self._put(obs)
+
     def _feed(self, data: bytes) -> None:
         for obs in self._observer.feed(data):
-            self._observations.append(obs)
-            self._put(obs)
+            self._keep(obs)
 
     # The executor's loop reads stdout at the pipe's speed: it never waits for the fold. Its
     # ``on_stdout`` only queues each kept chunk (at most ``FOLD_QUEUE_BYTES``); the fold runs
@@ -254,15 +269,21 @@ class TurnStream:
                     stderr_tail=redact_bytes(tail, self._redact, cut=cut),
                     spawn_error_message=self._redact(message) if message is not None else None,
                 )
-            for obs in self._observer.finish(process):
-                self._observations.append(obs)
-                self._put(obs)
+            last = self._observer.finish(process)
+            for i, obs in enumerate(last):
+                self._keep(obs, ending=i == len(last) - 1)
             state = self._observer.state
             exchange = self._exchange
             exchange["resulting_state"] = state
             retry = self._observer.retry or (None, None)
             self._result = TurnResult(
-                self._observations, state, exchange, self._root, process, *retry
+                self._observations,
+                state,
+                exchange,
+                self._root,
+                process,
+                *retry,
+                observations_dropped=self._dropped,
             )
         except BaseException as exc:  # handed to the consumer
             self._error = exc
