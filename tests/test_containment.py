@@ -472,7 +472,7 @@ def our_children() -> list[int]:
 SAME_BOTH_WAYS = [  # (stub mode and args, run_process options, the fields compared)
     (["exit", "3"], {}, ("exit_code", "signal", "stdout", "killed_by_us")),
     (["self-signal", "9"], {}, ("exit_code", "signal", "killed_by_us")),
-    (["stubborn"], {"deadline_s": 0.3}, ("signal", "timed_out", "killed_by_us")),
+    (["stubborn"], {"deadline_s": 1.5}, ("signal", "timed_out", "killed_by_us")),
     (["descendants"], {"deadline_s": 0.5}, ("signal", "timed_out", "stdout")),
     (["flood"], {"output_cap": 1 << 20}, ("output_truncated", "killed_by_us", "timed_out")),
     (["stderr-flood"], {}, ("stdout", "stderr_tail", "exit_code")),

@@ -27,9 +27,9 @@ MAX_COUNT = 1_000_000
 MAX_WALL_MS = 604_800_000
 REPLAY_CHUNK = 1 << 16  # observe() feeds a stored stdout in pieces of this size (a pipe read)
 # the normalizer gets at most this many bytes at a time: its events of one call are alive
-# together (an event of a 2-byte junk line is about 3 KiB of Python objects: 4 KiB of such
-# lines, 2,048 events, about 7 MiB; a whole 64 KiB read was 105 MiB)
-FEED_PIECE = 1 << 12
+# together (an event of a 2-byte junk line is about 3 KiB of Python objects: 2 KiB of such
+# lines, 1,024 events, about 3.5 MiB; a whole 64 KiB read was 105 MiB)
+FEED_PIECE = 1 << 11
 
 FRAMING_ERRORS = {
     "invalid_utf8",
