@@ -206,6 +206,9 @@ def remove_staging_dir(path: str) -> None:
     of staging directories once it is empty."""
     parent = os.path.dirname(path)
     if os.path.basename(parent).startswith(STAGING_PREFIX) and os.path.basename(path) == "turn":
+        with contextlib.suppress(OSError):  # empty (the usual case): no descriptor needed,
+            os.rmdir(path)  # so a turn that ended for want of descriptors leaves nothing
+            os.rmdir(parent)
         remove_tree(parent)
         root = os.path.dirname(parent)
         if os.path.basename(root) == f"{STAGING_PREFIX}{os.geteuid()}":
@@ -220,6 +223,8 @@ def remove_tree(path: str) -> None:
     cannot list or empty them): what is left after a first pass is opened up (each directory
     reached without following symlinks, ``O_PATH`` then chmod through ``/proc/self/fd``),
     then removed again. Errors are ignored: the tree is gone or what is left is not ours."""
+    if not os.path.lexists(path):
+        return
     shutil.rmtree(path, ignore_errors=True)
     if not os.path.lexists(path):
         return
