@@ -536,76 +536,8 @@ pub fn read_chunks(
     }
 }
 
-/// The gzip and zstd magics (`inputs.py` has the same).
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-
-/// A file for reading, decompressed as it is read when its first bytes are a gzip (every member)
-/// or zstd (every frame) magic, whatever its name. Memory: the decoder's window (zstd: at most
-/// ruzstd's 128 MiB default; gzip: 32 KiB) and one read, never the decompressed file, so the
-/// budgets apply to decompressed bytes and a "zip bomb" costs time, not memory.
-pub fn open_input(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
-    let mut f = std::fs::File::open(path)?;
-    let mut head = [0u8; 4];
-    let mut n = 0;
-    while let Some(rest) = head.get_mut(n..).filter(|r| !r.is_empty()) {
-        match f.read(rest) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    let head = head.get(..n).unwrap_or_default().to_vec();
-    let gzip = head.starts_with(&GZIP_MAGIC);
-    let zstd = head.starts_with(&ZSTD_MAGIC);
-    let r = std::io::BufReader::with_capacity(READ_CHUNK, std::io::Cursor::new(head).chain(f));
-    if gzip {
-        return Ok(Box::new(flate2::bufread::MultiGzDecoder::new(r)));
-    }
-    if zstd {
-        return Ok(Box::new(Zstd::new(r)?));
-    }
-    Ok(Box::new(r))
-}
-
-/// A zstd stream of one or more frames (ruzstd decodes one frame per decoder).
-struct Zstd<R: std::io::BufRead> {
-    dec: Option<ruzstd::decoding::StreamingDecoder<R, ruzstd::decoding::FrameDecoder>>,
-}
-
-fn zstd_err(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("zstd: {e}"))
-}
-
-impl<R: std::io::BufRead> Zstd<R> {
-    fn new(r: R) -> std::io::Result<Self> {
-        let dec = ruzstd::decoding::StreamingDecoder::new(r).map_err(zstd_err)?;
-        Ok(Zstd { dec: Some(dec) })
-    }
-}
-
-impl<R: std::io::BufRead> Read for Zstd<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            let Some(dec) = self.dec.as_mut() else {
-                return Ok(0);
-            };
-            let n = dec.read(buf)?;
-            if n > 0 || buf.is_empty() {
-                return Ok(n);
-            }
-            // the frame is done: another one follows, or the stream ends
-            let Some(mut inner) = self.dec.take().map(|d| d.into_inner()) else {
-                return Ok(0);
-            };
-            if inner.fill_buf()?.is_empty() {
-                return Ok(0);
-            }
-            self.dec = Some(ruzstd::decoding::StreamingDecoder::new(inner).map_err(zstd_err)?);
-        }
-    }
-}
+/// Input files, decompressed as read (moved to [`crate::input`]).
+pub use crate::input::open_input;
 
 fn io_oom(e: OutOfMemory) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())

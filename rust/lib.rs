@@ -17,6 +17,7 @@ pub mod dialects;
 pub mod event;
 pub mod fields;
 pub mod framing;
+pub mod input;
 pub mod journal;
 pub mod jsonl;
 pub mod mapping;

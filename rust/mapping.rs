@@ -570,11 +570,55 @@ fn emit(v: &Value<'_>, at: &str) -> R<Emit> {
     Ok(e)
 }
 
+/// How deep a mapping document may nest (the reference has the same bound).
+pub const MAX_DEPTH: usize = 64;
+
+/// A mapping document's objects have no repeated key (a repeated key would be read
+/// differently by a reader that keeps the first and one that keeps the last).
+fn unique_keys(v: &Value<'_>, at: &str) -> R<()> {
+    match v {
+        Value::Object(pairs) => {
+            let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+            for (k, child) in pairs {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if !seen.insert(k.as_ref()) {
+                    return Err(format!("{here}: a duplicate key"));
+                }
+                unique_keys(child, &here)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                unique_keys(child, &format!("{at}/{i}"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 impl Mapping {
     /// Compile a mapping document (JSON text).
     pub fn compile(text: &str) -> R<Mapping> {
-        let (doc, _) = parse::parse(text)
-            .map_err(|e| format!("not valid JSON: {} at column {}", e.message, e.offset + 1))?;
+        let (doc, repairs) = match parse::parse_within(text, MAX_DEPTH, usize::MAX) {
+            Ok(p) => p,
+            Err(parse::Failure::Syntax(e)) => {
+                return Err(format!(
+                    "not valid JSON: {} at column {}",
+                    e.message,
+                    e.offset + 1
+                ))
+            }
+            Err(parse::Failure::Over(_)) => {
+                return Err(format!("nested deeper than {MAX_DEPTH} levels"))
+            }
+            Err(parse::Failure::OutOfMemory(e)) => return Err(e.to_string()),
+        };
+        if repairs > 0 {
+            return Err("a string with a lone surrogate escape (\\ud800-\\udfff unpaired)".into());
+        }
+        unique_keys(&doc, "")?;
         obj(
             &doc,
             "",

@@ -175,6 +175,178 @@ fn io_oom(e: OutOfMemory) -> io::Error {
     io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
 }
 
+/// The error of work stopped by [`normalize_files`]'s `cancel` flag.
+pub fn cancelled() -> io::Error {
+    io::Error::other(CANCELLED)
+}
+
+const CANCELLED: &str = "cancelled";
+
+/// True for the error of [`cancelled`].
+pub fn is_cancelled(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Other && e.to_string() == CANCELLED
+}
+
+/// An output file being written (docs/errors.md): a fresh hidden temporary file next to its
+/// name (`.<name>.<pid>.<n>.tmp`, created with `O_EXCL`, so a symlink planted there is never
+/// followed), renamed onto the name by [`Output::commit`] once complete, and removed when
+/// dropped uncommitted (an error, a cancel): the name never holds a half-written file.
+pub struct Output {
+    file: Option<io::BufWriter<std::fs::File>>,
+    temp: std::path::PathBuf,
+    dest: std::path::PathBuf,
+}
+
+impl Output {
+    pub fn create(dest: &Path) -> io::Result<Self> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = dest.file_name().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an output path needs a file name",
+            )
+        })?;
+        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty());
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let mut temp_name = std::ffi::OsString::from(".");
+            temp_name.push(name);
+            temp_name.push(format!(".{}.{n}.tmp", std::process::id()));
+            let temp = dir.map_or_else(|| temp_name.clone().into(), |d| d.join(&temp_name));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(f) => {
+                    return Ok(Output {
+                        file: Some(io::BufWriter::with_capacity(READ_CHUNK, f)),
+                        temp,
+                        dest: dest.to_path_buf(),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < u64::MAX => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Flush and rename the temporary file onto the output's name.
+    pub fn commit(mut self) -> io::Result<()> {
+        if let Some(f) = self.file.take() {
+            f.into_inner().map_err(io::IntoInnerError::into_error)?;
+        }
+        std::fs::rename(&self.temp, &self.dest)?;
+        self.temp = std::path::PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.file {
+            Some(f) => f.write(buf),
+            None => Err(io::Error::other("output already committed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        if !self.temp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// A growable output in memory whose growth failing is an `OutOfMemory` error, not an abort
+/// (Python's `MemoryError` in the end).
+#[derive(Default)]
+pub struct MemOut(pub Vec<u8>);
+
+impl MemOut {
+    pub fn with_capacity(n: usize) -> io::Result<Self> {
+        let mut v = Vec::new();
+        OutOfMemory::reserve(&mut v, n).map_err(io_oom)?;
+        Ok(MemOut(v))
+    }
+}
+
+impl Write for MemOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // try_reserve grows amortized, as extend would
+        OutOfMemory::reserve(&mut self.0, buf.len()).map_err(io_oom)?;
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A reader that fails with [`cancelled`] once `cancel` is set (checked on every read).
+struct Cancellable<'c, R> {
+    inner: R,
+    cancel: &'c std::sync::atomic::AtomicBool,
+}
+
+impl<R: Read> Read for Cancellable<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(cancelled());
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// One file (decompressed as read, [`crate::input`]) as JSONL into `sink`, read
+/// [`READ_CHUNK`] bytes at a time, stopping with [`cancelled`] once `cancel` is set: the bytes
+/// of [`crate::jsonl::normalize_file`].
+pub fn normalize_file(
+    path: &Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    source: Option<&str>,
+    sel: Sel,
+    sink: &mut dyn Write,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> io::Result<()> {
+    let mut s = Stream::new(dialect, budget, source, sel);
+    let mut out = Vec::new();
+    OutOfMemory::reserve(&mut out, crate::jsonl::out_capacity(READ_CHUNK)).map_err(io_oom)?;
+    let mut input = Cancellable {
+        inner: crate::input::open_input(path)?,
+        cancel,
+    };
+    crate::jsonl::read_chunks(&mut input, |chunk| {
+        out.clear();
+        s.feed(chunk, &mut out).map_err(io_oom)?;
+        sink.write_all(&out)
+    })?;
+    out.clear();
+    s.finish(&mut out).map_err(io_oom)?;
+    sink.write_all(&out)?;
+    sink.flush()
+}
+
+/// `Vec::with_capacity` whose failure is an error.
+#[cfg(feature = "parallel")]
+fn try_vec(n: usize) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    OutOfMemory::reserve(&mut v, n).map_err(io_oom)?;
+    Ok(v)
+}
+
 /// Plan the split of `src` into ranges of about `target` bytes (see the module doc): the
 /// ranges before the first cut where the stream's engine is [`Engine::split_ok`] are merged
 /// into range 0; no such cut (or a UTF-16/UTF-32 stream) gives one range.
@@ -374,8 +546,10 @@ pub fn normalize_files(
     budget: Budget,
     jobs: Option<usize>,
     split: Option<u64>,
+    cancel: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<FileOutcome>, rayon::ThreadPoolBuildError> {
     use rayon::prelude::*;
+    use std::sync::atomic::Ordering;
     let default = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let threads = jobs.unwrap_or(default).max(1);
     // split by default only when the files alone cannot keep the threads busy (a split costs
@@ -396,6 +570,12 @@ pub fn normalize_files(
                 let mut src = FileInput::open(f.input)?;
                 if src.size() <= target.saturating_add(target / 2) {
                     return Ok(Plan::whole(src.size()));
+                }
+                let mut head = [0u8; 4];
+                let n = src.read_at(0, &mut head)?;
+                let head = head.get(..n).unwrap_or_default();
+                if crate::input::compression(head) != crate::input::Compression::None {
+                    return Ok(Plan::whole(src.size())); // read whole, decompressed
                 }
                 plan(&mut src, dialect.clone(), budget, target)
             })
@@ -424,7 +604,7 @@ pub fn normalize_files(
     /// A split file's output so far.
     enum Acc {
         Memory(Vec<Vec<u8>>),
-        File(io::BufWriter<std::fs::File>),
+        File(Output),
     }
     struct State {
         acc: Option<Acc>,
@@ -443,43 +623,49 @@ pub fn normalize_files(
         let (Some(f), Some(Some(p))) = (files.get(i), plans.get(i)) else {
             return Ok(None);
         };
+        if cancel.load(Ordering::Relaxed) {
+            return Err(cancelled());
+        }
         if p.ranges.len() == 1 {
             return match f.output {
                 Some(dest) => {
-                    let file = std::fs::File::create(dest)?;
-                    let mut sink = io::BufWriter::with_capacity(READ_CHUNK, file);
-                    crate::jsonl::normalize_file(
+                    let mut sink = Output::create(dest)?;
+                    normalize_file(
                         f.input,
                         dialect.clone(),
                         budget,
                         f.source,
                         f.sel,
                         &mut sink,
+                        cancel,
                     )?;
+                    sink.commit()?;
                     Ok(None)
                 }
                 None => {
-                    let size = p.ranges.first().map_or(0, |r| r.1);
-                    let mut sink = Vec::with_capacity(crate::jsonl::out_capacity(
-                        usize::try_from(size).unwrap_or(0),
-                    ));
-                    crate::jsonl::normalize_file(
+                    // a first guess from the file's size (a compressed file grows on its own)
+                    let size = p.ranges.first().map_or(0, |r| r.1).min(1 << 30);
+                    let guess = crate::jsonl::out_capacity(usize::try_from(size).unwrap_or(0));
+                    let mut sink = MemOut::with_capacity(guess)
+                        .or_else(|_| MemOut::with_capacity(READ_CHUNK))?;
+                    normalize_file(
                         f.input,
                         dialect.clone(),
                         budget,
                         f.source,
                         f.sel,
                         &mut sink,
+                        cancel,
                     )?;
-                    Ok(Some(sink))
+                    Ok(Some(sink.0))
                 }
             };
         }
         let mut src = FileInput::open(f.input)?;
         let len = p.ranges.get(k).map_or(0, |r| r.1 - r.0);
-        let mut sink = Vec::with_capacity(crate::jsonl::out_capacity(
+        let mut sink = MemOut::with_capacity(crate::jsonl::out_capacity(
             usize::try_from(len).unwrap_or(0),
-        ));
+        ))?;
         normalize_range(
             &mut src,
             p,
@@ -490,10 +676,17 @@ pub fn normalize_files(
             f.sel,
             &mut sink,
         )?;
-        Ok(Some(sink))
+        Ok(Some(sink.0))
     };
     let wave = (2 * threads).max(1);
     for batch in tasks.chunks(wave) {
+        if cancel.load(Ordering::Relaxed) {
+            for st in &mut states {
+                st.acc = None; // an unfinished output file removed
+                st.error.get_or_insert_with(cancelled);
+            }
+            break;
+        }
         let results: Vec<io::Result<Option<Vec<u8>>>> =
             pool.install(|| batch.par_iter().map(run).collect());
         // parts kept in memory: (file, seq base, JSONL numbered from 0), renumbered in parallel
@@ -507,16 +700,17 @@ pub fn normalize_files(
                 continue;
             }
             match r {
-                Err(e) => st.error = Some(e),
+                Err(e) => {
+                    st.error = Some(e);
+                    st.acc = None; // an unfinished output file removed
+                }
                 Ok(None) => {}
                 Ok(Some(part)) if p.ranges.len() == 1 => st.acc = Some(Acc::Memory(vec![part])),
                 Ok(Some(part)) => {
                     if st.acc.is_none() {
                         st.acc = Some(match files.get(i).and_then(|f| f.output) {
-                            Some(dest) => match std::fs::File::create(dest) {
-                                Ok(file) => {
-                                    Acc::File(io::BufWriter::with_capacity(READ_CHUNK, file))
-                                }
+                            Some(dest) => match Output::create(dest) {
+                                Ok(out) => Acc::File(out),
                                 Err(e) => {
                                     st.error = Some(e);
                                     continue;
@@ -532,17 +726,21 @@ pub fn normalize_files(
                             st.seq += n;
                         }
                         Some(Acc::File(w)) => {
-                            let mut buf = Vec::with_capacity(part.len() + part.len() / 64);
-                            st.seq += rebase(&part, st.seq, &mut buf);
-                            if let Err(e) = w.write_all(&buf) {
+                            let written =
+                                try_vec(part.len() + part.len() / 64).and_then(|mut buf| {
+                                    st.seq += rebase(&part, st.seq, &mut buf);
+                                    w.write_all(&buf)
+                                });
+                            if let Err(e) = written {
                                 st.error = Some(e);
+                                st.acc = None;
                             }
                         }
                         None => {}
                     }
-                    if last {
-                        if let Some(Acc::File(w)) = &mut st.acc {
-                            if let Err(e) = w.flush() {
+                    if last && matches!(st.acc, Some(Acc::File(_))) {
+                        if let Some(Acc::File(w)) = st.acc.take() {
+                            if let Err(e) = w.commit() {
                                 st.error = Some(e);
                             }
                         }
@@ -550,20 +748,32 @@ pub fn normalize_files(
                 }
             }
         }
-        let renumbered: Vec<(usize, Vec<u8>)> = pool.install(|| {
+        let renumbered: Vec<(usize, io::Result<Vec<u8>>)> = pool.install(|| {
             pending
                 .into_par_iter()
                 .map(|(i, base, part)| {
                     if base == 0 {
-                        return (i, part);
+                        return (i, Ok(part));
                     }
-                    let mut buf = Vec::with_capacity(part.len() + part.len() / 64);
-                    rebase(&part, base, &mut buf);
+                    let buf = try_vec(part.len() + part.len() / 64).map(|mut buf| {
+                        rebase(&part, base, &mut buf);
+                        buf
+                    });
                     (i, buf)
                 })
                 .collect()
         });
         for (i, part) in renumbered {
+            let part = match part {
+                Ok(p) => p,
+                Err(e) => {
+                    if let Some(st) = states.get_mut(i) {
+                        st.error = Some(e);
+                        st.acc = None;
+                    }
+                    continue;
+                }
+            };
             if let Some(State {
                 acc: Some(Acc::Memory(parts)),
                 ..

@@ -18,11 +18,13 @@ from . import reference
 from .audit import audit, audit_files
 from .errors import (
     CheckfuError,
+    DamagedInput,
     DialectNotImplemented,
     InvalidOption,
     MappingError,
     UnknownDialect,
 )
+from .outputs import atomic_output, refuse_aliases
 from .reference import DIALECTS, MappedDialect, check_options, load_dialect, resolve_fields
 from .usage import UsageFold, usage_totals
 
@@ -261,7 +263,9 @@ def output_names(paths: Sequence[str | os.PathLike[str]], format: str = "jsonl")
 def _file_error(path: str, err: tuple[int | None, str]) -> OSError:
     errno, message = err
     if errno is None:
-        return OSError(message)
+        if message.startswith("damaged "):
+            return DamagedInput(f"{path}: {message}")
+        return OSError(f"{path}: {message}")
     return OSError(errno, os.strerror(errno), path)
 
 
@@ -319,6 +323,7 @@ def normalize_files(
     outputs = None
     if out_dir is not None:
         outputs = [os.path.join(os.fspath(out_dir), n) for n in output_names(inputs, format)]
+        refuse_aliases(inputs, outputs)
     budgets = (max_line_bytes, max_depth, max_nodes)
     if format != "jsonl":
         return _table_files(inputs, outputs, format, dialect, budgets, jobs, keep)
@@ -336,7 +341,7 @@ def normalize_files(
         if isinstance(r, tuple):
             # the core reports one errno per file; an input that can be read means the output
             # side failed (e.g. a missing out_dir), so that path is the one named
-            readable = os.path.isfile(p) and os.access(p, os.R_OK)
+            readable = os.path.isfile(p) and os.access(p, os.R_OK) and r[0] is not None
             raise _file_error(outputs[i] if outputs is not None and readable else p, r)
     return outputs if outputs is not None else results
 
@@ -363,12 +368,10 @@ def _table_files(
         return cast("list[Any]", results)
     from concurrent.futures import ThreadPoolExecutor, wait
 
-    from .arrow import write_table_file
-
     threads = min(jobs or os.cpu_count() or 1, max(len(inputs), 1))
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [
-            pool.submit(write_table_file, p, out, format, dialect, budgets, fields)
+            pool.submit(_table_file, p, out, format, dialect, budgets, fields)
             for p, out in zip(inputs, outputs, strict=True)
         ]
         try:
@@ -380,6 +383,22 @@ def _table_files(
     for f in futures:  # every file done; the first failure raised
         f.result()
     return outputs
+
+
+def _table_file(
+    path: str,
+    out: str,
+    format: str,
+    dialect: str | MappedDialect,
+    budgets: tuple[int, int, int],
+    fields: list[str] | None,
+) -> None:
+    """One Arrow/Parquet output, written to a temporary file renamed onto ``out`` when complete
+    (:func:`checkfu_fast.outputs.atomic_output`: no symlink followed, nothing half-written)."""
+    from .arrow import write_table_file
+
+    with atomic_output(out) as tmp:
+        write_table_file(path, tmp, format, dialect, budgets, fields)
 
 
 def _files(

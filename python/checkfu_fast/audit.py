@@ -28,6 +28,7 @@ from typing import Any
 
 from . import paths as _paths
 from .inputs import open_input
+from .outputs import printable
 
 KNOWN_DIR = Path(__file__).resolve().parent / "dialects" / "known"
 CHUNK = 1 << 20
@@ -492,7 +493,8 @@ def format_table(report: dict[str, Any]) -> str:
         for key, title in _TITLES:
             if d[key]:
                 lines.append(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in d[key].items()))
-    return "\n".join(lines)
+    # record types, pointers and file names come from the input: escaped for the terminal
+    return "\n".join(map(printable, lines))
 
 
 def main(args: Any) -> int:
@@ -510,7 +512,7 @@ def main(args: Any) -> int:
     finally:
         progress.close()
     for f in failed:
-        print(f"checkfu-fast: {f}", file=sys.stderr)
+        print(f"checkfu-fast: {printable(f)}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=None) + "\n")
     else:

@@ -28,7 +28,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from . import (
     DIALECTS,
@@ -43,6 +43,7 @@ from . import (
 )
 from .export._cli import add_arguments as export_arguments
 from .inputs import open_input, plain_fd
+from .outputs import atomic_output, printable, refuse_aliases
 from .paths import empty_dirs, expand
 from .progress import Progress, add_arguments, wanted
 
@@ -57,12 +58,49 @@ def _dumps(ev: dict[str, Any]) -> bytes:
 
 def _complain(message: str) -> int:
     """A message on stderr; returns exit status 1 (a failed check, unreadable or empty input)."""
-    print(f"checkfu-fast: {message}", file=sys.stderr)
+    print(f"checkfu-fast: {printable(message)}", file=sys.stderr)
     return 1
 
 
 def _unreadable(name: str, exc: OSError) -> int:
     return _complain(f"{name}: {exc.strerror or exc}")
+
+
+class _OutputFailed(Exception):
+    """Writing an output (stdout or ``-o``) failed (a full disk, an I/O error): the command
+    stops and says so, naming the output, never the input being read (exit status 1)."""
+
+    def __init__(self, name: str, exc: OSError) -> None:
+        super().__init__(f"{name}: {exc.strerror or exc}")
+
+
+class _Guarded:
+    """A stream whose write errors are :class:`_OutputFailed` (``BrokenPipeError`` is kept:
+    a reader that went away stops a filter quietly)."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self._inner, self._name = inner, name
+        if hasattr(inner, "buffer"):
+            self.buffer = _Guarded(inner.buffer, name)
+
+    def write(self, data: Any) -> Any:
+        try:
+            return self._inner.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed(self._name, exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed(self._name, exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _stream(
@@ -243,8 +281,10 @@ def _parquet(args: argparse.Namespace) -> int:
     rows = 0
     progress = Progress(files, wanted(args.progress))
     done: str | None = None
+    refuse_aliases(files, [args.output])
     try:
-        with pq.ParquetWriter(args.output, schema) as writer:
+        # a temporary file renamed onto OUT when complete (removed on failure or Ctrl-C)
+        with atomic_output(args.output) as tmp, pq.ParquetWriter(tmp, schema) as writer:
             for name, item in ordered(files, args.jobs, produce, depth=2):
                 if done is not None and done != name:
                     progress.file_done(done)
@@ -261,10 +301,6 @@ def _parquet(args: argparse.Namespace) -> int:
                     rows += batch.num_rows
             if done is not None:
                 progress.file_done(done)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(args.output)  # a half-written file is no output
-        raise
     finally:
         progress.close()
     print(f"{rows} events from {len(files)} file(s) -> {args.output}", file=sys.stderr)
@@ -288,18 +324,25 @@ def _normalize(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     if args.format == "parquet":
         return _parquet(args)
-    if args.output is not None:
-        with open(args.output, "wb") as f:
-            return _normalize_to(args, f)
-    return _normalize_to(args, sys.stdout.buffer)
-
-
-def _normalize_to(args: argparse.Namespace, out: BinaryIO) -> int:
-    counts: Counter[str] = Counter()
     status = 0
     for d in empty_dirs(args.files):
         status = _complain(f"{d}: no stream files (*.jsonl, *.json, ...) in it")
     files = expand(args.files)
+    if args.output is not None:
+        refuse_aliases(files, [args.output])
+        # a temporary file renamed onto OUT when complete (removed on failure or Ctrl-C)
+        with atomic_output(args.output) as tmp, open(tmp, "wb") as f:
+            out: Any = _Guarded(f, args.output)
+            status = max(status, _normalize_to(args, out, files))
+            out.flush()
+        return status
+    refuse_aliases(files, [sys.stdout.fileno()])
+    return max(status, _normalize_to(args, sys.stdout.buffer, files))
+
+
+def _normalize_to(args: argparse.Namespace, out: BinaryIO, files: list[str]) -> int:
+    counts: Counter[str] = Counter()
+    status = 0
     many = len(files) > 1
     progress = Progress(files, wanted(args.progress))
     try:
@@ -746,11 +789,40 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def _warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings (a skipped FIFO in a directory ...) as one line on stderr."""
+    if sys.stderr is not None:
+        print(f"checkfu-fast: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    real = sys.stdout is not None and sys.stdout is sys.__stdout__
+    saved = warnings.showwarning
+    if real:
+        sys.stdout = cast(Any, _Guarded(sys.stdout, "standard output"))
+    warnings.showwarning = _warning
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        if sys.stdout is None and not (args.command == "normalize" and args.output):
+            return _complain("standard output is closed (give -o FILE or redirect it)")
+        status = COMMANDS[args.command](args)
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return status
     except _Unreadable as exc:
+        return _complain(str(exc))
+    except _OutputFailed as exc:
+        if real:
+            _quiet_stdout()
         return _complain(str(exc))
     except (CheckfuError, ValueError, NotImplementedError) as exc:
         print(f"checkfu-fast: {exc}", file=sys.stderr)
@@ -760,6 +832,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         _quiet_stdout()
         return 0
+    finally:
+        warnings.showwarning = saved
+        if real:
+            sys.stdout = sys.__stdout__
 
 
 if __name__ == "__main__":  # pragma: no cover

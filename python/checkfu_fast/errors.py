@@ -47,3 +47,17 @@ class ContractError(CheckfuError, ValueError):
         self.rule = rule
         self.detail = detail
         super().__init__(f"{code} at {pointer or '/'}: {rule}: {detail}")
+
+
+class OutputIsInput(CheckfuError, ValueError):
+    """An output path (or stdout) is the same file as an input: nothing is written
+    (docs/errors.md)."""
+
+    code = "output.is_input"
+
+
+class DamagedInput(CheckfuError, OSError):
+    """A compressed input (gzip or zstd) is damaged or truncated; the message names the file.
+    An ``OSError``, so every command reports it per file and goes on with the next one."""
+
+    code = "input.damaged"

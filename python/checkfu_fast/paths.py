@@ -15,12 +15,19 @@ The rule (README "Directories, progress, Dask", docs/scale.md):
   then its subdirectories in sorted order, each walked the same way;
 - symbolic links to directories are followed, but every real directory is walked once (by
   device and inode), so a symlink loop or two links to one tree cannot repeat files or hang;
-  a file reached through two names is listed under both.
+  a file reached through two names is listed under both;
+- only regular files are taken (a symlink counts as what it points to): a FIFO, a device
+  (``x.jsonl -> /dev/zero``) or a socket found in a directory would block or never end, so it
+  is skipped with a :class:`SkippedFileWarning` naming it (the CLI prints it as
+  ``checkfu-fast: warning: ...``). A file that cannot be examined (a dangling symlink) is
+  listed, so reading it reports the error.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import warnings
 from collections.abc import Iterable, Iterator
 
 SUFFIXES = (
@@ -33,6 +40,32 @@ SUFFIXES = (
     ".ndjson.gz",
     ".ndjson.zst",
 )
+
+
+class SkippedFileWarning(UserWarning):
+    """A directory entry that is not a regular file (FIFO, device, socket) was skipped."""
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _regular(path: str) -> bool:
+    """True for a regular file (or a path that cannot be examined: reading it reports why);
+    anything else is warned about and skipped."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    warnings.warn(f"{path}: {kind}, not a regular file: skipped", SkippedFileWarning, 2)
+    return False
 
 
 def is_stream_name(name: str) -> bool:
@@ -62,7 +95,9 @@ def walk(directory: str, suffixes: tuple[str, ...] | None = SUFFIXES) -> Iterato
         dirs[:] = [d for d in sorted(dirs) if not d.startswith(".") and mark(os.path.join(root, d))]
         for name in sorted(files):
             if not name.startswith(".") and (suffixes is None or name.endswith(suffixes)):
-                yield os.path.join(root, name)
+                path = os.path.join(root, name)
+                if _regular(path):
+                    yield path
 
 
 def expand(

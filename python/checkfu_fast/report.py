@@ -14,6 +14,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
 import sys
 import time
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 from . import Normalizer
 from . import prices as _prices
 from .inputs import open_input
+from .outputs import printable
 from .paths import empty_dirs, expand, walk
 from .progress import Progress, wanted
 from .usage import DIMENSIONS, UsageFold
@@ -201,6 +203,18 @@ def claude_project(path: str) -> str | None:
     return None
 
 
+def _finite(v: Any) -> Any:
+    """``v`` with every float that is not finite (a sum that overflowed) as None: JSON has no
+    ``Infinity``/``NaN`` and ``--json`` output is always valid JSON."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
 def _int(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:,.1f}"
 
@@ -258,9 +272,10 @@ def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: 
             row: list[str] = []
             for d in by:
                 v = _local(r["block"], tz) if d == "block" and r["block"] != "unknown" else r[d]
-                row.append(_cut(str(v), cut.get(len(row))))
+                # names come from the input: control characters escaped for the terminal
+                row.append(_cut(printable(str(v)), cut.get(len(row))))
             if session_only:
-                row.append(sessions.get(r["session"], {}).get("dialect", ""))
+                row.append(printable(str(sessions.get(r["session"], {}).get("dialect", ""))))
             row += cells(r, num)
             if session_only:
                 row.append(_endings(sessions[r["session"]]) if r["session"] in sessions else "-")
@@ -450,7 +465,7 @@ def main(args: argparse.Namespace) -> int:
         except OSError as exc:
             fold.end_stream()
             progress.clear()
-            print(f"checkfu-fast: {name}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"checkfu-fast: {printable(f'{name}: {exc.strerror or exc}')}", file=sys.stderr)
             status = 1
         progress.file_done(name)
     progress.close()
@@ -465,7 +480,7 @@ def main(args: argparse.Namespace) -> int:
     if args.active:
         doc["active"] = fold.active_block(time.time())
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps(_finite(doc), indent=2, allow_nan=False) + "\n")
     elif args.csv:
         sys.stdout.write(to_csv(rows, by))
     else:

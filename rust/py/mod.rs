@@ -302,9 +302,18 @@ fn normalize_files<'py>(
             sel,
         })
         .collect();
-    let results = py
-        .detach(|| split::normalize_files(&files, dialect, budget, jobs, split_bytes))
-        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let results = interruptible(py, &cancel, || {
+        split::normalize_files(&files, dialect, budget, jobs, split_bytes, &cancel)
+    })?
+    .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    // an allocation that failed is MemoryError, as on every other path
+    if let Some(Err(e)) = results
+        .iter()
+        .find(|r| matches!(r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory))
+    {
+        return Err(PyMemoryError::new_err(e.to_string()));
+    }
     let out = PyList::empty(py);
     for r in results {
         match r {
@@ -314,6 +323,57 @@ fn normalize_files<'py>(
         }
     }
     Ok(out)
+}
+
+/// `work()` on a thread of its own while this thread, the GIL released, looks at Python's
+/// signal handlers every 100 ms: Ctrl-C (or any handler that raises) sets `cancel`, which the
+/// work checks on every read, waits for it to stop (its unfinished outputs removed) and
+/// raises the handler's exception (`KeyboardInterrupt`), within a second or two.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    cancel: &std::sync::atomic::AtomicBool,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+    let finished = (Mutex::new(false), Condvar::new());
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            let r = work();
+            let (lock, cv) = &finished;
+            *lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+            cv.notify_all();
+            r
+        });
+        loop {
+            let done = py.detach(|| {
+                let (lock, cv) = &finished;
+                let guard = lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let (guard, _) = cv
+                    .wait_timeout_while(guard, Duration::from_millis(100), |done| !*done)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                *guard
+            });
+            if done || worker.is_finished() {
+                break;
+            }
+            if let Err(e) = py.check_signals() {
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                let _ = py.detach(|| worker.join());
+                return Err(e);
+            }
+        }
+        match py.detach(|| worker.join()) {
+            Ok(r) => Ok(r),
+            Err(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "a worker thread panicked",
+            )),
+        }
+    })
 }
 
 /// A file's failure as the Python layer takes it: `(errno or None, message)`.

@@ -38,10 +38,13 @@ class FileReport:
     path: str
     error: str | None = None  # unreadable or invalid file: no vector was replayed
     vectors: list[VectorReport] = field(default_factory=list)
+    # after SHOWN_FAILURES failing vectors the rest are replayed and counted, not kept
+    more: int = 0
+    more_failed: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.error is None and all(v.ok for v in self.vectors)
+        return self.error is None and not self.more_failed and all(v.ok for v in self.vectors)
 
     def lines(self) -> list[str]:
         """The runner's output for this file (docs/oneshot.md section 5)."""
@@ -53,7 +56,17 @@ class FileReport:
             out += [f"  {p}" for p in v.problems]
             for pointer, expected, actual in v.diffs:
                 out.append(f"  {pointer or '/'}: expected {_show(expected)} actual {_show(actual)}")
+        if self.more:
+            out.append(
+                f"... and {self.more} more vector(s), {self.more_failed} failing "
+                f"(details of the first {SHOWN_FAILURES} failing vectors only)"
+            )
         return out
+
+
+# Failing vectors whose details a file's report keeps (memory and output stay bounded on a
+# file of 200,000 bad vectors); the rest are counted.
+SHOWN_FAILURES = 50
 
 
 def _show(value: Any) -> str:
@@ -99,8 +112,15 @@ def check_vector_file(path: str | os.PathLike[str], *, live: bool = False) -> Fi
         where = _schema.pointer(e.instance_path) or "/"
         report.error = f"not a valid oneshot-v1 vector file at {where}: {e.message}"
         return report
+    failed = 0
     for i, vector in enumerate(doc["vectors"]):
-        report.vectors.append(check_vector(i, vector, live=live))
+        v = check_vector(i, vector, live=live)
+        if failed < SHOWN_FAILURES:
+            report.vectors.append(v)
+            failed += not v.ok
+        else:
+            report.more += 1
+            report.more_failed += not v.ok
     return report
 
 

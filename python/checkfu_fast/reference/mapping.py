@@ -480,11 +480,66 @@ def compile_mapping(doc: Any, source: str = "<mapping>") -> Mapping:
     )
 
 
+# How deep a mapping document may nest (rust/mapping.rs has the same bound).
+MAX_DEPTH = 64
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s object hook: a repeated key is an error, as in the core (a reader
+    keeping the first and one keeping the last would read two different mappings)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(k)
+        out[k] = v
+    return out
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _check_doc(doc: Any, source: str) -> None:
+    """The document nests at most :data:`MAX_DEPTH` levels and has no lone surrogate (the
+    core reads one as U+FFFD; the reference could not even write it out)."""
+    stack: list[tuple[Any, int, str]] = [(doc, 1, "")]
+    while stack:
+        v, depth, at = stack.pop()
+        if isinstance(v, (dict, list)) and depth > MAX_DEPTH:
+            raise MappingError(f"{source}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(v, dict):
+            for k, child in v.items():
+                here = f"{at}/{k.replace('~', '~0').replace('/', '~1')}"
+                if _surrogate(k):
+                    raise MappingError(f"{source} {at or '/'}: a key with a lone surrogate")
+                stack.append((child, depth + 1, here))
+        elif isinstance(v, list):
+            stack.extend((child, depth + 1, f"{at}/{i}") for i, child in enumerate(v))
+        elif isinstance(v, str) and _surrogate(v):
+            raise MappingError(
+                f"{source} {at or '/'}: a string with a lone surrogate escape "
+                "(\\ud800-\\udfff unpaired)"
+            )
+
+
+def _surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def load_text(text: str, source: str = "<mapping>") -> Mapping:
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique)
+    except _Duplicate as exc:
+        raise MappingError(f"{source}: a duplicate key {exc.args[0]!r}") from None
+    except RecursionError:
+        raise MappingError(f"{source}: nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
         raise MappingError(f"{source}: not valid JSON: {exc}") from None
+    _check_doc(doc, source)
     m = compile_mapping(doc, source)
     object.__setattr__(m, "source", text)
     return m
