@@ -85,9 +85,9 @@ bench: install ## native vs reference vs orjson baseline, side by side (pytest-b
 	$(PY) -m pytest benches --benchmark-enable --benchmark-group-by=group -q
 
 .PHONY: fuzz
-fuzz: install ## fuzz smoke run: 60 s per core target and the differential, 30 s per dialect (FUZZ_SECONDS, FUZZ_DIALECT_SECONDS; needs libfuzzer-14-dev)
+fuzz: install ## fuzz smoke run: 50 s per core target and the differential, 30 s per dialect (FUZZ_SECONDS, FUZZ_DIALECT_SECONDS; needs libfuzzer-14-dev)
 	$(PIP) install -q -r fuzz/requirements.txt
-	PY=$(PY_ABS) fuzz/run.sh $(or $(FUZZ_SECONDS),60) $(or $(FUZZ_DIALECT_SECONDS),30)
+	PY=$(PY_ABS) fuzz/run.sh $(or $(FUZZ_SECONDS),50) $(or $(FUZZ_DIALECT_SECONDS),30)
 
 .PHONY: golden
 golden: ## regenerate expected golden files from the reference (review the diff!)

@@ -10,7 +10,10 @@ Each input is a 4-byte header and a body:
 - byte 1 picks the budgets: below 128 the defaults, else small ones drawn from it (255: an
   out-of-range one, so both paths must raise the same typed error);
 - byte 2 seeds the random chunking (sizes 1..64 bytes, sometimes up to 4 KiB, empty chunks too);
-- byte 3 picks the mode: below 224 the body is a byte stream; otherwise the body is a mapping
+- byte 3 picks the mode: below 208 the body is a byte stream; 208 to 223: the body is a
+  compressed file (behind a gzip magic when byte 0 is even, a zstd magic when odd) that
+  Python's ``inputs.open_input`` and the core's ``normalize_files`` must both read to the same
+  events or both refuse as damaged (docs/errors.md); from 224 the body is a mapping
   document (a user dialect) followed, after a NUL byte, by the stream to normalize with it.
 
 The stream goes through ``checkfu_fast.normalize`` and ``checkfu_fast.Normalizer`` (native)
@@ -21,7 +24,8 @@ must be schema-valid (when ``../shared`` has the schema), every line of
 ``checkfu_fast.normalize_arrow`` (in batches of 3 rows; when pyarrow is installed) must turn back
 into exactly the native event through ``checkfu_fast.arrow.rows_to_events``, and nothing
 but the package's typed errors (``checkfu_fast.CheckfuError``) may escape. A mapping document
-accepted by the reference loader (``load_dialect``) must compile in the native core too. Python
+accepted by the reference loader (``load_dialect``) must compile in the native core, and one it
+refuses must be refused by the core too. Python
 coverage of the package (the reference) guides atheris; the native extension is not
 instrumented.
 """
@@ -54,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT.parent / "shared" / "seeds" / "003_4dc6804f576ea617.txt"
 DIALECT_CHOICES = ("auto", *checkfu_fast.DIALECTS)
 MAPPING_MODE = 224
+COMPRESSED_MODE = 208
 # a stream for a fuzzed mapping when the input has none: a few real lines of each mapped dialect
 SAMPLE = b"".join(
     b"".join(p.read_bytes().splitlines(keepends=True)[:4])
@@ -206,9 +211,50 @@ def check_mapping(body: bytes, opts: dict, seed: int) -> None:
             f"normalize() would raise an untyped ValueError\n mapping={text!r}"
         )
     if ref[0] != "ok":
+        if native[0] == "ok":
+            raise Mismatch(
+                f"mapping: the reference refuses it ({ref[1]}), the native core compiles it\n"
+                f" mapping={text!r}"
+            )
         return  # refused by load_dialect: the user never gets a dialect to pass on
     dialect = MappedDialect(ref[1])
     check_stream(stream, dialect, opts, seed, f"mapping {dialect.NAME!r} opts={opts}")
+
+
+def check_compressed(body: bytes, zstd: bool) -> None:
+    """Both decompressors on one file: the same events, or both a damaged-input error."""
+    import os
+    import tempfile
+
+    from checkfu_fast.errors import DamagedInput
+    from checkfu_fast.inputs import open_input
+
+    data = (b"\x28\xb5\x2f\xfd" if zstd else b"\x1f\x8b") + body
+    fd, path = tempfile.mkstemp(suffix=".jsonl.gz")
+    try:
+        os.write(fd, data)
+        os.close(fd)
+        try:
+            with open_input(path) as f:
+                plain = b"".join(iter(lambda: f.read(1 << 16), b""))
+            py = checkfu_fast.normalize_jsonl(plain)
+        except DamagedInput:
+            py = None
+        except OSError as exc:
+            if "zstandard" in str(exc):
+                return  # zstandard not installed: nothing to compare
+            raise
+        (r,) = checkfu_fast._files([path], None, "auto", (64 << 20, 64, 10**6), 1, tag_source=False)
+        rust = None if isinstance(r, tuple) else bytes(r)
+        if py != rust:
+            raise Mismatch(
+                f"compressed file: python {'refuses' if py is None else 'reads'} it, the core "
+                f"{'refuses' if rust is None else 'reads'} it"
+                + (" (different events)" if py is not None and rust is not None else "")
+                + f"\n data={data[:200]!r}"
+            )
+    finally:
+        os.unlink(path)
 
 
 def test_one_input(data: bytes) -> None:
@@ -219,6 +265,9 @@ def test_one_input(data: bytes) -> None:
     opts = budgets(b_sel)
     if mode >= MAPPING_MODE:
         check_mapping(body, opts, seed)
+        return
+    if mode >= COMPRESSED_MODE:
+        check_compressed(body, zstd=bool(d_sel & 1))
         return
     dialect = "no-such-dialect" if d_sel == 255 else DIALECT_CHOICES[d_sel % len(DIALECT_CHOICES)]
     check_stream(body, dialect, opts, seed, f"dialect={dialect} opts={opts}")
@@ -247,6 +296,17 @@ def make_seeds(out: Path) -> int:
     for path in sorted(corpus.glob("*/*.jsonl")):
         d = DIALECT_CHOICES.index(path.parent.name) if path.parent.name in DIALECT_CHOICES else 0
         put(bytes([d, 0, n % 256, 0]), path.read_bytes()[:16384])
+    import gzip
+
+    sample = (ROOT / "vectors" / "samples" / "claude-api-error.jsonl").read_bytes()
+    put(bytes([0, 0, 0, COMPRESSED_MODE]), gzip.compress(sample, mtime=0)[2:])
+    try:
+        import zstandard
+
+        frame = zstandard.ZstdCompressor(write_checksum=True).compress(sample)
+        put(bytes([1, 0, 0, COMPRESSED_MODE]), frame[4:])
+    except ImportError:
+        pass
     for path in sorted((ROOT / "python" / "checkfu_fast" / "mappings").glob("*.json")):
         put(bytes([0, 0, 0, 255]), path.read_bytes())
         name = path.stem

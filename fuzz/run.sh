@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing, one target after another (one core):
-#   fuzz/run.sh [SECONDS] [DIALECT_SECONDS]     (defaults 60 and 30)
-# - pipeline, parse, mapping (SECONDS each): libFuzzer targets built with stable rustc (sancov
+#   fuzz/run.sh [SECONDS] [DIALECT_SECONDS]     (defaults 50 and 30)
+# - pipeline, parse, mapping, decompress, jsonl, split (SECONDS each): libFuzzer targets built with stable rustc (sancov
 #   instrumentation, debug assertions, overflow checks) linked against Debian's libFuzzer
 #   (needs libfuzzer-14-dev);
 # - dialect_<name> for each of the nine dialects (DIALECT_SECONDS each): that dialect only,
@@ -17,11 +17,11 @@
 # PY is the Python that has checkfu_fast installed (default python3).
 set -euo pipefail
 cd "$(dirname "$0")"
-SECONDS_PER_TARGET="${1:-60}"
+SECONDS_PER_TARGET="${1:-50}"
 DIALECT_SECONDS="${2:-30}"
 PY="${PY:-python3}"
 DIALECT_NAMES="claude cursor codex opencode pi grok north canary solweb"
-ALL="pipeline parse mapping jsonl parse_serde jsonl_serde split"
+ALL="pipeline parse mapping decompress jsonl parse_serde jsonl_serde split"
 for d in $DIALECT_NAMES; do ALL="$ALL dialect_$d"; done
 ALL="$ALL differential"
 TARGETS="${FUZZ_TARGETS:-$ALL}"
