@@ -21,7 +21,6 @@ rejected contract or vector file); 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
