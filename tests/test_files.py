@@ -437,3 +437,41 @@ def test_a_short_line_gzip_bomb_in_memory_is_a_memory_error(tmp_path: Path) -> N
     )
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # not SIGABRT (-6)
     assert r.stdout.startswith(b"MemoryError"), r.stdout
+
+
+INTERRUPTED = """
+import sys
+import checkfu_fast
+print("start", flush=True)
+try:
+    checkfu_fast.normalize_files([sys.argv[1]], sys.argv[2], jobs=1)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_stops_normalize_files_and_removes_the_partial_output(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    # 16 MiB of short lines behind 16 KB of gzip: over a GB of JSONL, many seconds of work
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(b"x\n" * (8 << 20), compresslevel=9, mtime=0))
+    out = tmp_path / "out"
+    out.mkdir()
+    p = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(bomb), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == b"start\n"
+        time.sleep(1.0)  # the core is writing by now
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=60)  # a hang guard, not a timing assert
+    finally:
+        p.kill()
+    assert stdout == b"interrupted\n", (stdout, stderr[-2000:])
+    assert list(out.iterdir()) == []
