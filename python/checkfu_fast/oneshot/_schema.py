@@ -34,6 +34,12 @@ def file_validator() -> Any:
 
 
 @functools.cache
+def vector_validator() -> Any:
+    """One item of a vector file's ``vectors``."""
+    return _validator("#/$defs/OneShotAuthorKitVectorContract")
+
+
+@functools.cache
 def contract_validator() -> Any:
     return _validator("#/$defs/CreateOneShotHarnessReleaseContract")
 
