@@ -12,11 +12,12 @@ import pytest
 import checkfu_fast
 from checkfu_fast import reference
 from checkfu_fast.audit import KNOWN_DIR, audit_files, registry, unknown_fields
+from conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "vectors" / "samples"
 EXAMPLES = ROOT / "docs" / "examples-2026"
-CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+CORPUS = SHARED / "corpus" / "real"
 CODED = ("claude", "codex", "cursor", "grok", "opencode", "pi")
 
 # A hand-written claude stream: byte offsets written out so `first` is checked by hand.
