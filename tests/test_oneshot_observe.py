@@ -315,6 +315,7 @@ def test_subagent_lines_carry_the_hashed_parent_id():
             "status": "completed",
             "summary": "done",
         },
+        {"type": "result", "subtype": "success", "is_error": False},  # the outcome, no text
     )
     obs, state = run(stdout)
     sub = h("subg_", "toolu_task")
@@ -522,7 +523,7 @@ def test_live_endings(process, kind, error_type):
 
 
 def test_live_success_always_has_a_measured_turn():
-    obs, _ = run("", process=proc())
+    obs, _ = run('{"type":"result","subtype":"success","result":"ok"}\n', process=proc())
     assert obs[-1]["payload"]["turn"]["wall_time_ms"] == 1234
     obs, _ = run("ok\n", process=proc(), output_mode="text")
     assert obs[-1]["payload"]["turn"] == {

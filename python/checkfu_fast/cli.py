@@ -475,6 +475,24 @@ def _read_json(path: str, what: str) -> Any:
     return load_json(data, f"{what} {path}")
 
 
+def _read_state(path: str) -> Any:
+    """The prior state: a state object, the ``{"resulting_state": ...}`` line ``run`` printed,
+    or ``run``'s whole output (its last line is that one)."""
+    from .oneshot.contract import load_json
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise _Unreadable(f"state {path}: {exc.strerror or exc}") from None
+    lines = [line for line in data.splitlines() if line.strip()]
+    if len(lines) > 1:  # run's output: observations, then the state line
+        data = lines[-1]
+    state = load_json(data, f"state {path}")
+    if isinstance(state, dict) and list(state) == ["resulting_state"]:
+        state = state["resulting_state"]
+    return state
+
+
 class _Unreadable(Exception):
     """An input file of ``run`` that cannot be read: exit status 1, like every command."""
 
@@ -487,12 +505,16 @@ def _run(args: argparse.Namespace) -> int:
     from .oneshot import (
         TurnRequest,
         TurnStream,
+        contracts,
         minimal_environment,
         stream_turn,
         validate_contract,
     )
 
-    contract = validate_contract(_read_json(args.contract, "contract"))
+    if args.contract in contracts.NAMES and not Path(args.contract).exists():
+        contract = contracts.get(args.contract)  # a shipped contract (and its dialect)
+    else:
+        contract = validate_contract(_read_json(args.contract, "contract"))
     try:
         prompt = Path(args.prompt_file).read_bytes().decode("utf-8")
     except OSError as exc:
@@ -501,7 +523,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CheckfuError(f"prompt file {args.prompt_file}: {exc}") from None
     request = TurnRequest(
         prompt,
-        _read_json(args.state, "state") if args.state else None,
+        _read_state(args.state) if args.state else None,
         _read_json(args.output_schema, "output schema") if args.output_schema else None,
     )
     extra = {}
@@ -539,7 +561,7 @@ def _run(args: argparse.Namespace) -> int:
             env=minimal_environment(extra),
             deadline_s=args.deadline,
             output_cap=args.output_cap,
-            dialect=args.dialect,
+            dialect=None if args.dialect == "auto" else args.dialect,  # None: contract's
             implementation="reference" if args.reference else "native",
             entrypoint=args.entrypoint,
         ) as stream:
@@ -723,9 +745,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+", metavar="FILE", help="vector file, or a directory of them")
     v.add_argument("--live", action="store_true", help="run the stub harness for real")
     r = _command(sub, "run", "run one oneshot-v1 turn: observations JSONL, then the state")
-    r.add_argument("contract", metavar="CONTRACT.json")
+    r.add_argument(
+        "contract",
+        metavar="CONTRACT.json",
+        help="a contract file, or the name of a shipped one (claude, codex, cursor, opencode, "
+        "pi, grok)",
+    )
     r.add_argument("--prompt-file", required=True, metavar="P")
-    r.add_argument("--state", metavar="S.json", help="the prior state (resume)")
+    r.add_argument(
+        "--state",
+        metavar="S.json",
+        help="the prior state (resume): a state object, the resulting_state line run printed, "
+        "or run's whole output",
+    )
     r.add_argument("--output-schema", metavar="O.json", help="the answer's JSON schema")
     r.add_argument("--state-out", metavar="FILE", help="also write the new state here")
     _add_dialect(r)

@@ -115,6 +115,18 @@ def main() -> None:
             time.sleep(0.02)
         answer = "done" if os.path.exists(args[0]) else "no flag"  # was the wait ended by it?
         out.write(json.dumps({**CLAUDE_RESULT, "result": answer}).encode() + b"\n")
+    elif mode == "stream-wait-undecided":  # auto: 8 lines no dialect claims, then wait for FLAG
+        line = {"type": "assistant", "message": {"id": "m", "role": "assistant", "content": []}}
+        for i in range(8):
+            line["message"]["content"] = [{"type": "text", "text": f"part {i}"}]
+            line["message"]["id"] = f"m{i}"
+            out.write(json.dumps(line).encode() + b"\n")
+        out.flush()
+        deadline = time.monotonic() + float(args[1] if len(args) > 1 else 20)
+        while not os.path.exists(args[0]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        answer = "done" if os.path.exists(args[0]) else "no flag"
+        out.write(json.dumps({**CLAUDE_RESULT, "result": answer}).encode() + b"\n")
     elif mode == "stream-forever":  # cancel: one claude line, then a line every 50 ms
         out.write(CLAUDE_MESSAGE + b"\n")
         out.flush()

@@ -143,4 +143,6 @@ def live_export(observer: Any, options: dict[str, Any]) -> LiveExport | None:
     normalizer = getattr(observer, "_normalizer", None)
     if normalizer is not None:
         observer._normalizer = _Tap(normalizer, sink)
+    elif getattr(observer, "_pending", None) is not None:  # auto: tapped once it is decided
+        observer._tap = lambda n: _Tap(n, sink)
     return sink

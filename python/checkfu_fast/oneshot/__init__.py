@@ -7,11 +7,13 @@ stream_turn / astream_turn(...)                section 3, the same, observations
 observe(contract, request, stdout, process)    section 4, deterministic
 Observer(contract, request).feed(b).finish()  section 4, the same fold, incremental
 check_vector_file(path, live=False)            section 5, the vector runner
+contracts.get(name, **options)                 shipped contracts for real CLIs (docs/contracts.md)
 """
 
 from __future__ import annotations
 
 from ..errors import ContractError
+from . import contracts
 from .contract import validate_contract
 from .executor import (
     ProcessResult,
@@ -23,7 +25,15 @@ from .executor import (
 from .observe import Observer, capability_set, observe
 from .plan import DEFAULT_STAGING_ROOT, TurnRequest, plan_exchange
 from .redact import redactor
-from .turn import AsyncTurnStream, TurnResult, TurnStream, astream_turn, run_turn, stream_turn
+from .turn import (
+    AsyncTurnStream,
+    TurnBudget,
+    TurnResult,
+    TurnStream,
+    astream_turn,
+    run_turn,
+    stream_turn,
+)
 from .vectors import FileReport, VectorReport, check_vector_file
 
 __all__ = [
@@ -34,6 +44,7 @@ __all__ = [
     "Observer",
     "ProcessResult",
     "StagedFile",
+    "TurnBudget",
     "TurnRequest",
     "TurnResult",
     "TurnStream",
@@ -41,6 +52,7 @@ __all__ = [
     "astream_turn",
     "capability_set",
     "check_vector_file",
+    "contracts",
     "minimal_environment",
     "observe",
     "pid_namespace_available",

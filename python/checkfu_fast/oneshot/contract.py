@@ -95,9 +95,28 @@ def load_json(
     try:
         return json.loads(text, object_pairs_hook=no_dupes, parse_constant=no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
+        if _looks_like_path(text):
+            shown = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+            raise ContractError(
+                MALFORMED,
+                "",
+                "json",
+                f"{what} is not valid JSON: {shown.strip()!r} looks like a file path, not JSON "
+                "text; pass the file's contents (e.g. Path(p).read_text()) or the decoded object",
+            ) from None
         raise ContractError(MALFORMED, "", "json", f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
         raise ContractError(TOO_LARGE, "", "json.depth", f"{what} nests too deep") from None
+
+
+def _looks_like_path(text: str | bytes | bytearray) -> bool:
+    """Whether JSON text that failed to decode is rather a file path (one short line that does
+    not start like JSON)."""
+    t = text if isinstance(text, str) else bytes(text[:4097]).decode("utf-8", "replace")
+    t = t.strip()
+    if not t or len(t) > 4096 or "\n" in t or t[0] in '{["' or t[0].isdigit():
+        return False
+    return t.startswith(("/", "./", "../", "~")) or t.endswith(".json") or "/" in t
 
 
 # One lexical token: a string (possibly unterminated), a bracket, or a run of scalar text.
@@ -329,7 +348,10 @@ def validate_contract(contract: Any) -> dict[str, Any]:
         e = _size_error(errors[0])
         keyword = str(e.schema_path[-1]) if e.schema_path else "schema"
         code = TOO_LARGE if keyword in _SIZE_KEYWORDS else MALFORMED
-        raise ContractError(code, _schema.pointer(e.instance_path), f"schema.{keyword}", e.message)
+        pointer = _schema.pointer(e.instance_path)
+        raise ContractError(
+            code, pointer, f"schema.{keyword}", _in_words(keyword, pointer, e, contract)
+        )
     _check_argv(contract["argv"])
     for key in ("resume_flag", "output_schema_flag"):
         value = contract.get(key)
@@ -369,6 +391,58 @@ def validate_contract(contract: Any) -> dict[str, Any]:
     if isinstance(config, dict):
         check_configuration_schema(config, "/configuration_schema")
     return cast(dict[str, Any], contract)
+
+
+_PATH_FIELDS = {
+    "/entrypoint": ("entrypoint", "/usr/local/bin/claude"),
+    "/working_directory": ("working_directory", "/srv/work"),
+}
+_FLAG_FIELDS = {"/resume_flag", "/output_schema_flag"}
+
+
+def _in_words(keyword: str, pointer: str, e: Any, contract: dict[str, Any]) -> str:
+    """A schema error's message in words where the raw one shows a regex or an ``anyOf``."""
+    value = _at(contract, pointer)
+    if pointer in _PATH_FIELDS and isinstance(value, str) and keyword in ("pattern", "anyOf"):
+        problem = (
+            "is not absolute (it must start with /)"
+            if not value.startswith("/")
+            else "holds a character other than letters, digits, '.', '_', '-' and single "
+            "slashes (a space?), or a '.' or '..' part"
+        )
+        field, example = _PATH_FIELDS[pointer]
+        return f"{field} must be an absolute path such as {example}: {value!r} {problem}"
+    if pointer in _FLAG_FIELDS and value == "":
+        return f"{pointer[1:]} must not be empty (use null for none)"
+    if pointer.startswith("/argv/") and keyword == "pattern" and isinstance(value, str):
+        return "an argv item must not contain U+0000"
+    if keyword == "anyOf" and pointer in _NULLABLE:
+        return f"{pointer[1:]} must be {_NULLABLE[pointer]} or null, not {value!r}"
+    return str(e.message)
+
+
+_NULLABLE = {
+    "/resume_flag": "a non-empty string",
+    "/output_schema_flag": "a non-empty string",
+    "/output_schema_transport": '"argv_json" or "argv_path"',
+    "/working_directory": "an absolute path",
+    "/platform": 'an object {"os": "linux", "architecture": "amd64" or "arm64"}',
+    "/model_wire_dialects": "a list of 1 to 4 distinct dialect names",
+    "/configuration_schema": "true, false or a JSON Schema object",
+}
+
+
+def _at(doc: Any, pointer: str) -> Any:
+    node = doc
+    for token in pointer.split("/")[1:]:
+        token = _unescape(token)
+        if isinstance(node, dict):
+            node = node.get(token)
+        elif isinstance(node, list) and _ARRAY_INDEX.match(token) and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
 
 
 def _size_error(e: Any) -> Any:
@@ -456,6 +530,9 @@ def _count_nodes(root: Any) -> int:
     return nodes
 
 
+_ARRAY_INDEX = re.compile(r"^(?:0|[1-9][0-9]*)\Z")  # RFC 6901: ASCII digits, no leading 0
+
+
 def _resolve(root: Any, ref: str) -> Any:
     node = root
     if ref == "#":
@@ -464,7 +541,7 @@ def _resolve(root: Any, ref: str) -> Any:
         token = _unescape(token)
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+        elif isinstance(node, list) and _ARRAY_INDEX.match(token) and int(token) < len(node):
             node = node[int(token)]
         else:
             raise KeyError(ref)

@@ -7,15 +7,19 @@ observations, so vectors replay byte for byte. Every rule is in docs/oneshot.md 
 from __future__ import annotations
 
 import codecs
+import copy
 import hashlib
+import json
 import math
 import re
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
 
+from ..reference.sniff import FALLBACK
+from ..usage import UsageFold
 from .contract import compact_json
-from .plan import TurnRequest
+from .plan import TurnRequest, check_request
 from .redact import redact_payload, redactor
 
 Observation = dict[str, Any]
@@ -131,6 +135,12 @@ _COST_CONTEXT = Context(prec=400, rounding=ROUND_HALF_EVEN)  # any finite float,
 # The bounded hold (docs/oneshot.md section 4): at most this many partial text chunks wait for
 # the next line to say whether a whole message repeats them, and at most this many ids are
 # remembered for a later line (sub-agent names, proposed file changes).
+# ``auto`` in the oneshot (docs/oneshot.md section 3.1): the dialect is decided by the first
+# decisive line among the first 8 lines (and 1 MiB); with none there, the fallback is used, so
+# no observation waits longer than 8 lines for a decision.
+AUTO_DECIDE_LINES = 8
+AUTO_DECIDE_BYTES = 1 << 20
+AUTO_FALLBACK = FALLBACK  # auto's own fallback dialect
 MAX_HELD_CHUNKS = 1_024
 MAX_HELD_CHARS = 1 << 20
 MAX_REMEMBERED = 4_096
@@ -274,6 +284,8 @@ class _Fold:
         self.aliases: dict[str, str] = {}  # a sub-agent's other id (`alias`) -> its id
         self.ended: set[str] = set()  # sub-agents whose end was observed (ids: bounded by stdout)
         self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
+        self.last_call: str | None = None  # digest of the last tool call's name and arguments
+        self.repeat_run = 0  # how many calls in a row had that digest
 
     # -- output -------------------------------------------------------------------------------
     def emit(self, obs: Observation) -> None:
@@ -459,6 +471,9 @@ class _Fold:
         name = _str(e.get("providerToolName")) or _str(tool.get("name")) or "unknown"
         args = e["providerArguments"] if "providerArguments" in e else tool.get("arguments")
         self.turn.tool(e.get("toolClass"))
+        call = digest_id("", name + "\x00" + _args_text(args))
+        self.repeat_run = self.repeat_run + 1 if call == self.last_call else 1
+        self.last_call = call
         info = e.get("subagent")
         if isinstance(info, dict) and info.get("phase") == "spawned" and _str(info.get("id")):
             _remember(self.spawned, info["id"], info)
@@ -598,6 +613,13 @@ class _Fold:
         return value if nonneg(value) else None
 
 
+def _args_text(args: Any) -> str:
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(args)
+
+
 def nonneg(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -666,10 +688,14 @@ class Observer:
         contract: dict[str, Any],
         request: TurnRequest,
         *,
-        dialect: Any = "auto",
+        dialect: Any = None,
         implementation: str = "native",
         redact: Callable[[str], str] | bool | None = True,
     ) -> None:
+        check_request(request)
+        if dialect is None:
+            dialect = contract_dialect(contract)
+        self.dialect = dialect
         self._contract = contract
         self._request = request
         # True: credentials of known formats (a replay hides what a live turn hides)
@@ -681,18 +707,70 @@ class Observer:
         self._text: _TextOutput | None = None
         self._fold: _Fold | None = None
         self._normalizer: Any = None
+        self._tap: Callable[[Any], Any] | None = None
+        self._usage = UsageFold()
+        self._usage_seen = False
+        self._session_id: str | None = None
+        self._json_seen = False
+        self.stop: str | None = None  # set by a caller that stopped the turn (a budget)
+        self._usage_final: dict[str, Any] | None = None
         if contract["output_mode"] == "text":
             self._text = _TextOutput()
         else:
             self._fold = _Fold(request.output_schema)
-            if implementation == "reference":
-                from ..reference import Normalizer as ReferenceNormalizer
-
-                self._normalizer = ReferenceNormalizer(dialect)
+            self._implementation = implementation
+            self._pending: bytearray | None = None  # auto: the first lines, until decided
+            if dialect == "auto":
+                self._pending = bytearray()
             else:
-                from .. import Normalizer
+                self._normalizer = self._make_normalizer(dialect)
 
-                self._normalizer = Normalizer(dialect)
+    def _make_normalizer(self, dialect: Any) -> Any:
+        if self._implementation == "reference":
+            from ..reference import Normalizer as ReferenceNormalizer
+
+            return ReferenceNormalizer(dialect)
+        from .. import Normalizer
+
+        return Normalizer(dialect)
+
+    def _decide(self, final: bool) -> list[dict[str, Any]]:
+        """``auto`` in the oneshot: the first decisive line among the first
+        ``AUTO_DECIDE_LINES`` lines (or ``AUTO_DECIDE_BYTES`` bytes) picks the dialect; with
+        none there, auto's fallback is used; the events of the held bytes are returned.
+        Until then nothing is normalized (``[]``). At ``finish`` an undecided stream is
+        normalized by ``auto`` itself (its fallback notice included), as before."""
+        pending = self._pending
+        assert pending is not None
+        head, lines, end = bytes(pending[:AUTO_DECIDE_BYTES]), 0, 0
+        while lines < AUTO_DECIDE_LINES:
+            nl = head.find(b"\n", end)
+            if nl < 0:
+                break
+            lines, end = lines + 1, nl + 1
+        dialect: Any = None
+        if end:
+            if self._implementation == "reference":
+                from ..reference import normalize as normalize_head
+            else:
+                from .. import normalize as normalize_head
+            events = normalize_head(head[:end], "auto")
+            fell_back = any(e.get("subtype") == "dialect_fallback" for e in events)
+            if events and not fell_back and isinstance(events[0].get("dialect"), str):
+                dialect = events[0]["dialect"]
+        if dialect is None:
+            bounded = lines >= AUTO_DECIDE_LINES or len(pending) >= AUTO_DECIDE_BYTES
+            if bounded:
+                dialect = AUTO_FALLBACK
+            elif final:
+                dialect = "auto"
+            else:
+                return []
+        self._normalizer = self._make_normalizer(dialect)
+        if self._tap is not None:  # a live export taps the normalizer's events
+            self._normalizer = self._tap(self._normalizer)
+        self._pending = None
+        return list(self._normalizer.feed(bytes(pending)))
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Observation]:
         """stdout bytes as they arrive (any chunking); the observations they complete, in order.
@@ -705,11 +783,29 @@ class Observer:
             self._text.feed(bytes(data))
             return self._out([])
         assert self._fold is not None
-        view = memoryview(data).cast("B")
-        for at in range(0, len(view), FEED_PIECE):  # (the events of one piece at a time)
-            for e in self._normalizer.feed(view[at : at + FEED_PIECE].tobytes()):
-                self._fold.feed(e)
+        if self._pending is not None:
+            self._pending += data
+            for e in self._decide(final=False):
+                self._event(e)
+        else:
+            view = memoryview(data).cast("B")
+            for at in range(0, len(view), FEED_PIECE):  # (the events of one piece at a time)
+                for e in self._normalizer.feed(view[at : at + FEED_PIECE].tobytes()):
+                    self._event(e)
         return self._out(self._fold.take())
+
+    def _event(self, e: dict[str, Any]) -> None:
+        """One event: to the observation fold, the usage fold and the session id."""
+        assert self._fold is not None
+        self._fold.feed(e)
+        if e.get("kind") == "usage":
+            self._usage_seen = True
+        self._usage.add(e)
+        sid = e.get("sessionId")
+        if isinstance(sid, str) and sid:
+            self._session_id = sid
+        if not self._json_seen and not _not_json(e):
+            self._json_seen = True
 
     def finish(self, process: Any = None) -> list[Observation]:
         """The remaining observations, ending with exactly one ending observation."""
@@ -727,8 +823,11 @@ class Observer:
         else:
             fold = self._fold
             assert fold is not None
+            if self._pending is not None:
+                for e in self._decide(final=True):
+                    self._event(e)
             for e in self._normalizer.finish():
-                fold.feed(e)
+                self._event(e)
             fold.close()
             out += fold.take()
             if fold.answer is not None and _dict(fold.final).get("kind") != "error":
@@ -737,7 +836,19 @@ class Observer:
                 last_response = fold.result_text
             elif fold.last_main_message is not None:
                 last_response = fold.last_main_message
-        ending = _ending(self._fold, process)
+        ending = _ending(self._fold, process, self.stop)
+        if (
+            ending["type"] == "observation.finished"
+            and ending["payload"]["stop_reason"] == "end_turn"
+            and self._fold is not None
+            and (process is None or process.spawn_error is None)
+        ):
+            silent = self._silent_success(last_response)
+            if silent is not None:
+                ending = {
+                    "type": "observation.failed",
+                    "payload": {"error": _error("runtime.harness_failed", silent)},
+                }
         out.append(ending)
         self._retry = _retry_time(self._fold, process, ending)
         prior = self._request.prior_state
@@ -749,6 +860,57 @@ class Observer:
             else last_response,
         }
         return self._out(out)
+
+    def _silent_success(self, last_response: str) -> str | None:
+        """Why a stream_json turn that would end ``finished``/``end_turn`` did not succeed: no
+        line of stdout was JSON, or no outcome record came and there is no answer."""
+        fold = self._fold
+        assert fold is not None
+        if not self._json_seen:
+            return (
+                "no JSON on stdout: the contract's output_mode is stream_json but the harness "
+                "printed no JSON line (is its JSON output flag set, e.g. --output-format "
+                "stream-json?)"
+            )
+        if fold.final is None and fold.last_retry is None and not last_response:
+            return (
+                "the harness's JSON stream ended without an outcome record (no result, no "
+                "completed turn, no error) and without an answer"
+            )
+        return None
+
+    @property
+    def session_id(self) -> str | None:
+        """The CLI's session id: the last ``sessionId`` the stream's events carried."""
+        return self._session_id
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """``usage_totals`` of the events so far (``{"total", "byModel", "bySession"}``).
+        Costs are as the CLI reported them (nothing is estimated)."""
+        if self._finished:
+            return self._usage_totals()
+        return copy.deepcopy(self._usage).totals()
+
+    def _usage_totals(self) -> dict[str, Any]:
+        if self._usage_final is None:
+            self._usage_final = self._usage.totals()
+        return self._usage_final
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls observed so far."""
+        return self._fold.turn.tools if self._fold is not None else 0
+
+    @property
+    def repeats(self) -> int:
+        """How many times in a row the last tool call repeated with identical arguments."""
+        return self._fold.repeat_run if self._fold is not None else 0
+
+    @property
+    def usage_seen(self) -> bool:
+        """Whether any usage event came so far."""
+        return self._usage_seen
 
     @property
     def retry(self) -> tuple[str | None, int | None] | None:
@@ -779,7 +941,7 @@ def observe(
     stdout: bytes | str,
     *,
     process: Any = None,
-    dialect: Any = "auto",
+    dialect: Any = None,
     implementation: str = "native",
     redact: Callable[[str], str] | bool | None = True,
 ) -> tuple[list[Observation], dict[str, Any]]:
@@ -789,7 +951,8 @@ def observe(
     ``process`` is the executor's ``ProcessResult`` of a live run, or ``None`` for a replay
     (then the stream alone decides the ending). ``contract`` must be validated. ``redact`` as
     for :class:`Observer` (by default a replay hides what a live turn without secret
-    environment values hides: the observations of the same bytes are equal).
+    environment values hides: the observations of the same bytes are equal). ``dialect``
+    ``None``: the shipped contract's (``contracts.get``), else ``auto``.
     """
     observer = Observer(
         contract, request, dialect=dialect, implementation=implementation, redact=redact
@@ -804,7 +967,7 @@ def observe(
     return out, observer.state
 
 
-def _ending(fold: _Fold | None, process: Any) -> Observation:
+def _ending(fold: _Fold | None, process: Any, stop: str | None = None) -> Observation:
     def failed(kind: str, message: str) -> Observation:
         return {"type": "observation.failed", "payload": {"error": _error(kind, message)}}
 
@@ -822,7 +985,8 @@ def _ending(fold: _Fold | None, process: Any) -> Observation:
                 "runtime.harness_unavailable",
                 process.spawn_error_message or f"entrypoint {process.spawn_error}",
             )
-        if cancelled and final is None:  # cancelled before the stream reached its outcome
+        if cancelled and (final is None or stop is not None):
+            # cancelled (or stopped on a budget) before the stream reached its outcome
             return _finished(fold, process, "interrupted")
         if process.output_truncated and not cancelled:
             return failed(
@@ -893,3 +1057,20 @@ def _exit_message(process: Any) -> str:
         head = f"harness exited with status {process.exit_code}"
     tail = process.stderr_tail.decode("utf-8", "replace").strip().splitlines()
     return f"{head}: {tail[-1]}" if tail else head
+
+
+def contract_dialect(contract: Any) -> str:
+    """The dialect of a shipped contract (``contracts.get``), else ``"auto"``."""
+    dialect = getattr(contract, "dialect", None)
+    return dialect if isinstance(dialect, str) else "auto"
+
+
+_NOT_JSON_STATUS = {"non_json", "dialect_fallback"}
+
+
+def _not_json(e: dict[str, Any]) -> bool:
+    """Whether an event stands for a stdout line that was not JSON (or for no line)."""
+    kind, subtype = e.get("kind"), e.get("subtype")
+    if kind == "status" and subtype in _NOT_JSON_STATUS:
+        return True
+    return kind == "error" and subtype in FRAMING_ERRORS

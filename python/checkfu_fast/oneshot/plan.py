@@ -71,6 +71,19 @@ class TurnRequest:
             )
 
 
+def check_request(request: Any) -> None:
+    """A ``TurnRequest``, or ``ContractError`` in words."""
+    if not isinstance(request, TurnRequest):
+        what = type(request).__name__
+        hint = " (wrap the prompt: TurnRequest(prompt))" if isinstance(request, str) else ""
+        raise ContractError(
+            MALFORMED,
+            "",
+            "request.type",
+            f"the turn request must be a TurnRequest, not a {what}{hint}",
+        )
+
+
 def staged_path(root: str, name: str) -> str:
     return root.rstrip("/") + "/" + name if root != "/" else "/" + name
 
@@ -83,6 +96,7 @@ def plan_exchange(
     ``contract`` must already be validated (``validate_contract``). Nothing here touches the
     file system, the clock or the environment.
     """
+    check_request(request)
     staged: list[dict[str, str]] = []
     if contract["prompt_transport"] == "argv_path":
         prompt_path = staged_path(staging_root, PROMPT_FILE)

@@ -17,12 +17,13 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ..errors import ContractError
 from ..export._live import live_export
-from .contract import validate_contract
+from .contract import MALFORMED, validate_contract
 from .executor import (
     STDERR_TAIL_BYTES,
     ProcessResult,
@@ -33,7 +34,7 @@ from .executor import (
     run_process,
 )
 from .observe import REPLAY_CHUNK, Observation, Observer
-from .plan import TurnRequest, plan_exchange
+from .plan import TurnRequest, check_request, plan_exchange
 from .redact import redact_bytes, redactor
 
 DEFAULT_DEADLINE_S = 600.0
@@ -61,6 +62,10 @@ class TurnResult:
     # observations the stream yielded that ``observations`` does not keep (beyond
     # MAX_KEPT_OBSERVATIONS: the first ones and the ending are kept)
     observations_dropped: int = 0
+    # usage_totals of the turn's events ({"total", "byModel", "bySession"}); costs as reported
+    usage: dict[str, Any] | None = None
+    session_id: str | None = None  # the CLI's session id (the events' last sessionId)
+    stopped_by: str | None = None  # the TurnBudget limit that stopped the turn ("budget.usd", ...)
 
     @functools.cached_property
     def exchange(self) -> dict[str, Any]:
@@ -71,6 +76,47 @@ class TurnResult:
         exchange["stdout"] = self.process.stdout.decode("utf-8", "replace")
         exchange["resulting_state"] = self.resulting_state
         return exchange
+
+
+@dataclass(frozen=True)
+class TurnBudget:
+    """Limits of one live turn; ``None`` is no limit. The turn is stopped (interrupt ladder:
+    SIGINT, SIGTERM, SIGKILL to its group) the moment a live reading crosses one, and ends
+    ``finished``/``interrupted`` with ``TurnResult.stopped_by`` = ``"budget.<name>"``.
+
+    - ``usd``: the cost the CLI reported so far (``usage_totals``' ``costUsd``) exceeds it;
+    - ``tokens``: input + output tokens of the usage events so far exceed it;
+    - ``tool_calls``: more tool calls than this were observed;
+    - ``repeats``: the same tool call (name and identical arguments) came this many times in a
+      row (a runaway loop);
+    - ``wall_s``: the turn ran longer than this many seconds.
+    """
+
+    usd: float | None = None
+    tokens: int | None = None
+    tool_calls: int | None = None
+    repeats: int | None = None
+    wall_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("usd", "tokens", "tool_calls", "repeats", "wall_s"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            whole = name in ("tokens", "tool_calls", "repeats")
+            ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+            if not ok or isinstance(value, bool) or not value >= 0 or value != value:
+                kind = "a whole number" if whole else "a number"
+                raise ContractError(
+                    MALFORMED,
+                    f"/budget/{name}",
+                    "budget.value",
+                    f"budget {name} must be {kind} of at least 0 (or None), not {value!r}",
+                )
+        if self.repeats is not None and self.repeats < 1:
+            raise ContractError(
+                MALFORMED, "/budget/repeats", "budget.value", "budget repeats must be at least 1"
+            )
 
 
 _LIVE: set[TurnStream] = set()  # running turns (each removes itself when it ends)
@@ -102,14 +148,26 @@ class TurnStream:
         env: Mapping[str, str] | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         output_cap: int = DEFAULT_OUTPUT_CAP,
-        dialect: Any = "auto",
+        dialect: Any = None,
         implementation: str = "native",
         entrypoint: str | None = None,
         entrypoint_prefix: tuple[str, ...] = (),
         redact: bool = True,
+        budget: TurnBudget | None = None,
         **executor_options: Any,
     ) -> None:
         contract = validate_contract(contract)
+        check_request(request)
+        if budget is not None and not isinstance(budget, TurnBudget):
+            raise ContractError(
+                MALFORMED,
+                "/budget",
+                "budget.type",
+                f"budget must be a TurnBudget, not a {type(budget).__name__}",
+            )
+        self._budget = budget
+        self._stopped_by: str | None = None
+        self._usage_events = 0
         self._cancel = threading.Event()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._observations: list[Observation] = []
@@ -191,6 +249,8 @@ class TurnStream:
     def _feed(self, data: bytes) -> None:
         for obs in self._observer.feed(data):
             self._keep(obs)
+        if self._budget is not None and self._stopped_by is None:
+            self._check_budget()
 
     # The executor's loop reads stdout at the pipe's speed: it never waits for the fold. Its
     # ``on_stdout`` only queues each kept chunk (at most ``FOLD_QUEUE_BYTES``); the fold runs
@@ -258,8 +318,15 @@ class TurnStream:
         return process
 
     def _work(self) -> None:
+        timer: threading.Timer | None = None
+        if self._budget is not None and self._budget.wall_s is not None:
+            timer = threading.Timer(self._budget.wall_s, self._stop, ("budget.wall_s",))
+            timer.daemon = True
+            timer.start()
         try:
             process = self._run()
+            if timer is not None:
+                timer.cancel()
             if self._redact is not None:  # before the ending quotes the stderr tail
                 message = process.spawn_error_message
                 tail = process.stderr_tail
@@ -275,19 +342,25 @@ class TurnStream:
             state = self._observer.state
             exchange = self._exchange
             exchange["resulting_state"] = state
-            retry = self._observer.retry or (None, None)
+            retry_at, retry_after_ms = self._observer.retry or (None, None)
             self._result = TurnResult(
                 self._observations,
                 state,
                 exchange,
                 self._root,
                 process,
-                *retry,
+                retry_at=retry_at,
+                retry_after_ms=retry_after_ms,
                 observations_dropped=self._dropped,
+                usage=getattr(self._observer, "usage", None),  # (a stand-in fold may lack them)
+                session_id=getattr(self._observer, "session_id", None),
+                stopped_by=self._stopped_by,
             )
         except BaseException as exc:  # handed to the consumer
             self._error = exc
         finally:
+            if timer is not None:
+                timer.cancel()
             remove_staging_dir(self._root)
             with _LIVE_LOCK:
                 _LIVE.discard(self)
@@ -408,8 +481,34 @@ class AsyncTurnStream:
 
     @property
     def result(self) -> TurnResult:
-        """The ``TurnResult`` once the iteration has ended (blocks until the turn ended)."""
+        """The ``TurnResult`` once the turn has ended (it blocks until then: in a coroutine,
+        ``await turn.wait()`` or ``await turn`` instead)."""
         return self._stream.result
+
+    @property
+    def running(self) -> bool:
+        return self._stream.running
+
+    async def wait(self) -> TurnResult:
+        """Wait for the end of the turn without blocking the event loop and return its
+        ``TurnResult`` (observations not iterated stay in ``result.observations``). Cancelling
+        the waiting task cancels the turn and waits for its cleanup, as iteration does."""
+        stream = self._stream
+        event = self._arm()
+        try:
+            while stream._thread.is_alive():
+                event.clear()
+                if not stream._thread.is_alive():
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(event.wait(), 0.05)
+        except asyncio.CancelledError:
+            await self.aclose()
+            raise
+        return stream.result
+
+    def __await__(self) -> Generator[Any, None, TurnResult]:
+        return self.wait().__await__()
 
     async def aclose(self) -> None:
         """Cancel the turn if it still runs and wait (without blocking the loop) for its end."""
@@ -443,7 +542,7 @@ def run_turn(
     env: Mapping[str, str] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     output_cap: int = DEFAULT_OUTPUT_CAP,
-    dialect: Any = "auto",
+    dialect: Any = None,
     implementation: str = "native",
     entrypoint: str | None = None,
     entrypoint_prefix: tuple[str, ...] = (),
