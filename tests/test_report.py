@@ -16,7 +16,7 @@ import pytest
 from checkfu_fast import cli, normalize, usage_totals
 from checkfu_fast.report import fold_stream, iter_files
 from checkfu_fast.usage import UsageFold
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, needs_shared
 
 SAMPLES = ROOT / "vectors" / "samples"
 
@@ -103,6 +103,7 @@ def test_by_day_puts_events_without_timestamp_in_unknown(capsys):
     assert "unknown: usage whose event has no timestamp" in table
 
 
+@needs_shared
 def test_directories_recursive_sorted_and_filtered(tmp_path):
     src = (CORPUS / "codex" / "new-monomind-v0149-pong.jsonl").read_bytes()
     (tmp_path / "b" / "c").mkdir(parents=True)
@@ -155,6 +156,7 @@ def test_many_files_codex_resumed_threads(tmp_path, capsys):
     assert doc["total"]["inputTokens"] == 250 * 1000 and doc["total"]["outputTokens"] == 2000
 
 
+@needs_shared
 def test_a_big_stream_is_folded_without_keeping_its_events():
     """~16 MB of claude stream: the fold's Python allocations stay far below the events' size."""
     one = (CORPUS / "claude" / "hivemind-pr4-ci-session4.jsonl").read_bytes()

@@ -141,6 +141,7 @@ _COST_CONTEXT = Context(prec=400, rounding=ROUND_HALF_EVEN)  # any finite float,
 AUTO_DECIDE_LINES = 8
 AUTO_DECIDE_BYTES = 1 << 20
 AUTO_FALLBACK = FALLBACK  # auto's own fallback dialect
+_AUTO = frozenset({"auto"})
 MAX_HELD_CHUNKS = 1_024
 MAX_HELD_CHARS = 1 << 20
 MAX_REMEMBERED = 4_096
@@ -720,7 +721,7 @@ class Observer:
             self._fold = _Fold(request.output_schema)
             self._implementation = implementation
             self._pending: bytearray | None = None  # auto: the first lines, until decided
-            if dialect == "auto":
+            if isinstance(dialect, str) and dialect in _AUTO:
                 self._pending = bytearray()
             else:
                 self._normalizer = self._make_normalizer(dialect)
