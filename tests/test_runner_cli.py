@@ -466,3 +466,71 @@ def test_a_bad_budget_is_a_contract_error_in_words(kwargs):
     assert "budget" in str(e.value) and e.value.rule == "budget.value"
     with pytest.raises(ContractError):
         stream_turn(validate_contract(contract()), TurnRequest("x"), budget={"usd": 1})
+
+
+# -- estimated cost where the CLI reports none ------------------------------------------------
+
+SONNET = "claude-sonnet-4-5-20250929"
+
+
+def _claude_usage_stream(steps: int) -> bytes:
+    init = {"type": "system", "subtype": "init", "session_id": "s1", "tools": [], "model": SONNET}
+    lines = [init]
+    for i in range(steps):
+        message = {
+            "id": f"msg_{i}",
+            "role": "assistant",
+            "model": SONNET,
+            "content": [{"type": "text", "text": f"step {i}"}],
+            "usage": {"input_tokens": 10_000, "output_tokens": 1_000},
+        }
+        lines.append({"type": "assistant", "message": message, "session_id": "s1"})
+    return b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_usage_has_an_estimate_where_the_cli_reports_no_cost(impl):
+    from checkfu_fast import prices
+
+    o = Observer(validate_contract(contract()), TurnRequest("x"), implementation=impl)
+    o.feed(_claude_usage_stream(3))
+    o.finish()
+    total = o.usage["total"]  # usage_totals: the estimate at the shipped price snapshot
+    assert total["source"] == "estimated"
+    want = 3 * (prices.cost(SONNET, input_tokens=10_000) + prices.cost(SONNET, output_tokens=1_000))
+    assert total["costUsd"] == pytest.approx(want) and total["estimatedUsd"] == total["costUsd"]
+    assert want == pytest.approx(3 * 0.045)  # $3 / $15 per million tokens
+    assert o.session_id == "s1"
+
+
+def test_no_estimate_for_an_unpriced_model_and_the_reported_cost_where_there_is_one():
+    data = _claude_usage_stream(1).replace(SONNET.encode(), b"some-unpriced-model-x")
+    o = Observer(validate_contract(contract()), TurnRequest("x"))
+    o.feed(data)
+    o.finish()
+    total = o.usage["total"]
+    assert total["costUsd"] is None  # never a made-up number
+    assert total["unpricedModels"] == ["some-unpriced-model-x"]
+    result = {"type": "result", "subtype": "success", "result": "ok", "total_cost_usd": 0.5}
+    o = Observer(validate_contract(contract()), TurnRequest("x"))
+    o.feed(_claude_usage_stream(1) + json.dumps(result).encode() + b"\n")
+    o.finish()
+    assert o.usage["total"]["costUsd"] == 0.5 and o.usage["total"]["source"] == "reported"
+
+
+@pytest.mark.parametrize("impl", ["native", "reference"])
+def test_the_usd_budget_uses_the_estimate_when_the_cli_reports_no_cost(impl):
+    with stream_turn(
+        validate_contract(contract()),
+        TurnRequest("go"),
+        budget=TurnBudget(usd=0.2),
+        implementation=impl,
+        **runaway("priced"),
+    ) as turn:
+        observations = list(turn)
+    result = turn.result
+    assert result.stopped_by == "budget.usd"
+    assert observations[-1]["payload"]["stop_reason"] == "interrupted"
+    assert result.usage["total"]["source"] == "estimated"
+    assert result.usage["total"]["costUsd"] > 0.2
+    assert sum(o["type"] == "observation.agent_message" for o in observations) < 100

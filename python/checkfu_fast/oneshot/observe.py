@@ -888,7 +888,7 @@ class Observer:
     @property
     def usage(self) -> dict[str, Any]:
         """``usage_totals`` of the events so far (``{"total", "byModel", "bySession"}``).
-        Costs are as the CLI reported them (nothing is estimated)."""
+        ``costUsd`` is the reported cost, else the estimate at the shipped prices."""
         if self._finished:
             return self._usage_totals()
         return copy.deepcopy(self._usage).totals()

@@ -62,7 +62,8 @@ class TurnResult:
     # observations the stream yielded that ``observations`` does not keep (beyond
     # MAX_KEPT_OBSERVATIONS: the first ones and the ending are kept)
     observations_dropped: int = 0
-    # usage_totals of the turn's events ({"total", "byModel", "bySession"}); costs as reported
+    # usage_totals of the turn's events ({"total", "byModel", "bySession"}): costUsd reported,
+    # else estimated at the shipped prices (source says which)
     usage: dict[str, Any] | None = None
     session_id: str | None = None  # the CLI's session id (the events' last sessionId)
     stopped_by: str | None = None  # the TurnBudget limit that stopped the turn ("budget.usd", ...)
@@ -84,7 +85,8 @@ class TurnBudget:
     SIGINT, SIGTERM, SIGKILL to its group) the moment a live reading crosses one, and ends
     ``finished``/``interrupted`` with ``TurnResult.stopped_by`` = ``"budget.<name>"``.
 
-    - ``usd``: the cost the CLI reported so far (``usage_totals``' ``costUsd``) exceeds it;
+    - ``usd``: the cost so far (``usage_totals``' ``costUsd``: reported, else estimated at the
+      shipped prices) exceeds it;
     - ``tokens``: input + output tokens of the usage events so far exceed it;
     - ``tool_calls``: more tool calls than this were observed;
     - ``repeats``: the same tool call (name and identical arguments) came this many times in a
