@@ -254,6 +254,31 @@ class TurnStream:
         if self._budget is not None and self._stopped_by is None:
             self._check_budget()
 
+    def _check_budget(self) -> None:
+        """Stop the turn when a live reading crosses a limit of the budget."""
+        budget, o = self._budget, self._observer
+        assert budget is not None
+        if budget.tool_calls is not None and o.tool_calls > budget.tool_calls:
+            return self._stop("budget.tool_calls")
+        if budget.repeats is not None and o.repeats >= budget.repeats:
+            return self._stop("budget.repeats")
+        if (budget.usd is None and budget.tokens is None) or not o.usage_seen:
+            return None
+        total = o.usage["total"]
+        tokens = (total.get("inputTokens") or 0) + (total.get("outputTokens") or 0)
+        if budget.tokens is not None and tokens > budget.tokens:
+            return self._stop("budget.tokens")
+        cost = total.get("costUsd")  # reported, else estimated at the shipped prices
+        if budget.usd is not None and cost is not None and cost > budget.usd:
+            return self._stop("budget.usd")
+        return None
+
+    def _stop(self, limit: str) -> None:
+        if self._stopped_by is None:
+            self._stopped_by = limit
+            self._observer.stop = limit
+            self._cancel.set()
+
     # The executor's loop reads stdout at the pipe's speed: it never waits for the fold. Its
     # ``on_stdout`` only queues each kept chunk (at most ``FOLD_QUEUE_BYTES``); the fold runs
     # in this worker thread. When the queue is full the chunk is not queued and neither is any
