@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any
 
@@ -735,7 +735,7 @@ class Observer:
 
         return Normalizer(dialect)
 
-    def _decide(self, final: bool) -> list[dict[str, Any]]:
+    def _decide(self, final: bool) -> Iterable[dict[str, Any]]:
         """``auto`` in the oneshot: the first decisive line among the first
         ``AUTO_DECIDE_LINES`` lines (or ``AUTO_DECIDE_BYTES`` bytes) picks the dialect; with
         none there, auto's fallback is used; the events of the held bytes are returned.
@@ -771,7 +771,14 @@ class Observer:
         if self._tap is not None:  # a live export taps the normalizer's events
             self._normalizer = self._tap(self._normalizer)
         self._pending = None
-        return list(self._normalizer.feed(bytes(pending)))
+        return self._pieces(bytes(pending))
+
+    def _pieces(self, data: bytes | bytearray | memoryview) -> Iterator[dict[str, Any]]:
+        """The events of ``data`` fed ``FEED_PIECE`` bytes at a time: one piece's event dicts
+        alive at once, never a whole chunk's (a junk line is a ~3 KiB dict)."""
+        view = memoryview(data).cast("B")
+        for at in range(0, len(view), FEED_PIECE):
+            yield from self._normalizer.feed(view[at : at + FEED_PIECE].tobytes())
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Observation]:
         """stdout bytes as they arrive (any chunking); the observations they complete, in order.
@@ -789,10 +796,8 @@ class Observer:
             for e in self._decide(final=False):
                 self._event(e)
         else:
-            view = memoryview(data).cast("B")
-            for at in range(0, len(view), FEED_PIECE):  # (the events of one piece at a time)
-                for e in self._normalizer.feed(view[at : at + FEED_PIECE].tobytes()):
-                    self._event(e)
+            for e in self._pieces(data):  # (the events of one piece at a time)
+                self._event(e)
         return self._out(self._fold.take())
 
     def _event(self, e: dict[str, Any]) -> None:
