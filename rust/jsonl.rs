@@ -11,10 +11,9 @@
 //!
 //! [`JsonlSink`] is this output's [`Sink`]; [`Stream`] drives it with the core's assembly
 //! ([`crate::sink`]), one line at a time;
-//! [`normalize_file`] runs it over a file read in chunks (bounded memory).
+//! [`crate::split::normalize_file`] runs it over a file read in chunks (bounded memory).
 
-use std::io::{Read, Write};
-use std::path::Path;
+use std::io::Read;
 
 use crate::budget::{Budget, OutOfMemory};
 use crate::dialect::AnyDialect;
@@ -26,7 +25,7 @@ use crate::sink::{self, Sink};
 use crate::text::{write_f64, write_i128, write_str, write_u64};
 use crate::value::Value;
 
-/// Bytes read per step by [`normalize_file`].
+/// Bytes read per step by [`crate::split::normalize_file`].
 pub const READ_CHUNK: usize = 1 << 20;
 
 fn write_num(out: &mut Vec<u8>, n: Num) {
@@ -497,29 +496,6 @@ pub fn normalize_jsonl(
     Ok(out)
 }
 
-/// One file as JSONL into `sink`, read [`READ_CHUNK`] bytes at a time (memory bounded by the
-/// chunk and the longest line, not the file). Same bytes as [`normalize_jsonl`] of the file.
-pub fn normalize_file(
-    path: &Path,
-    dialect: Option<AnyDialect>,
-    budget: Budget,
-    source: Option<&str>,
-    sel: Sel,
-    sink: &mut dyn Write,
-) -> std::io::Result<()> {
-    let mut s = Stream::new(dialect, budget, source, sel);
-    let mut out = Vec::with_capacity(out_capacity(READ_CHUNK));
-    read_chunks(&mut open_input(path)?, |chunk| {
-        out.clear();
-        s.feed(chunk, &mut out).map_err(io_oom)?;
-        sink.write_all(&out)
-    })?;
-    out.clear();
-    s.finish(&mut out).map_err(io_oom)?;
-    sink.write_all(&out)?;
-    sink.flush()
-}
-
 /// Every byte of `r`, handed to `f` [`READ_CHUNK`] bytes (or what one read gave) at a time.
 pub fn read_chunks(
     r: &mut dyn Read,
@@ -538,10 +514,6 @@ pub fn read_chunks(
 
 /// Input files, decompressed as read (moved to [`crate::input`]).
 pub use crate::input::open_input;
-
-fn io_oom(e: OutOfMemory) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
-}
 
 /// Run `f(i)` for `i` in `0..n` on a pool of `jobs` threads (default: the available
 /// parallelism, at most `n`); results in index order. Feature `parallel` (on with `python`).

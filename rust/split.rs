@@ -310,8 +310,9 @@ impl<R: Read> Read for Cancellable<'_, R> {
 }
 
 /// One file (decompressed as read, [`crate::input`]) as JSONL into `sink`, read
-/// [`READ_CHUNK`] bytes at a time, stopping with [`cancelled`] once `cancel` is set: the bytes
-/// of [`crate::jsonl::normalize_file`].
+/// [`READ_CHUNK`] bytes at a time (memory bounded by the chunk and the longest line, not the
+/// file), stopping with [`cancelled`] once `cancel` is set: the bytes of
+/// [`crate::jsonl::normalize_jsonl`] of the file.
 pub fn normalize_file(
     path: &Path,
     dialect: Option<AnyDialect>,
@@ -538,7 +539,7 @@ pub type FileOutcome = io::Result<Option<Vec<Vec<u8>>>>;
 /// threads than files, else no split). Ranges are processed in waves of twice the thread count, in input order,
 /// and each wave's JSONL is renumbered and appended to its file's output before the next, so
 /// memory holds at most a wave of range outputs when writing to files. A file of one range
-/// goes straight to its sink as [`crate::jsonl::normalize_file`] does. Results in input order.
+/// goes straight to its sink ([`normalize_file`]). Results in input order.
 #[cfg(feature = "parallel")]
 pub fn normalize_files(
     files: &[FileJob<'_>],
