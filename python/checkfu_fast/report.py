@@ -1,6 +1,7 @@
 """``checkfu-fast report``: token and cost totals of many agent streams (docs/usage.md).
 
-Each file is streamed through :class:`checkfu_fast.Normalizer` in 1 MiB chunks and folded into
+Each file is streamed through :class:`checkfu_fast.Normalizer` (only the fields the fold reads,
+:data:`FOLD_FIELDS`: no ``raw``, no ``parsed``) in 64 KiB chunks and folded into
 one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of groups, not
 by the number or size of the files. Directories are walked by the shared rule of
 :mod:`checkfu_fast.paths` (recursive, stream file suffixes only, hidden entries skipped, stable
@@ -30,6 +31,28 @@ from .paths import empty_dirs, expand, walk
 from .progress import Progress, wanted
 from .usage import DIMENSIONS, UsageFold
 
+# the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
+# the core for these only (``text`` for codex's ``turn_context`` model)
+FOLD_FIELDS = (
+    "position",
+    "text",
+    "retry",
+    "usage",
+    "usageScope",
+    "messageId",
+    "reasoningTokens",
+    "cacheWriteTokens",
+    "cacheWrite1hTokens",
+    "emptyResult",
+    "continuation",
+    "sessionId",
+    "timestamp",
+    "nativeType",
+    "repeatsError",
+    "requestId",
+    "sidechain",
+    "cwd",
+)
 # bytes fed at a time: the events of one feed are alive together, and 64 KiB of 2-byte lines
 # is 32k event dicts (1 MiB was 512k: a 1.1 GB peak on a short-line gzip bomb)
 CHUNK = 1 << 16
@@ -174,7 +197,7 @@ def fold_stream(
     """Normalize one stream chunk by chunk and fold its events (none are kept). Returns how
     many events were recognised and how many were ``status/unknown`` (lines the dialect did
     not know)."""
-    n = Normalizer(dialect)
+    n = Normalizer(dialect, fields=list(FOLD_FIELDS))
     fold.start_stream(project)
     known = unknown = 0
 
