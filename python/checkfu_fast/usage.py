@@ -45,6 +45,7 @@ the day of its last reading).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta, timezone, tzinfo
@@ -506,136 +507,115 @@ def iso_utc(ts: float) -> str:
     return datetime.fromtimestamp(int(ts), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class UsageFold:
-    """Fold usage events of many streams: ``start_stream()``, ``add(ev)`` per event,
-    ``end_stream()``; :meth:`totals` (and :meth:`rows`) at any point after ``end_stream``.
+class StreamSummary:
+    """What one stream gives the fold, in the order the fold takes it (:meth:`UsageFold.merge`):
+    everything that depends on that stream alone is already folded.
 
-    ``prices``: the snapshot that estimates a cost for readings the CLI gave none (default the
-    shipped one, :func:`checkfu_fast.prices.snapshot`); ``estimate=False`` keeps only reported
-    costs. ``tz`` (default UTC) is the zone of days, weeks, months and of ``since``/``until``
-    (``YYYY-MM-DD``, inclusive: readings outside, or without a time, are not counted at all).
-    ``by``: the dimensions of :meth:`rows` (:data:`DIMENSIONS`); ``active=True`` keeps what
-    :meth:`active_block` needs (one total per second of reading time)."""
+    - ``counters``: the readings of thread counters (:data:`SESSION_CUMULATIVE` dialects), in
+      stream order: ``(session, dialect, reading, timestamp text, continued)`` (``continued``:
+      the stream had said the thread is a continuation by then); they are folded across streams;
+    - ``readings``: the stream's counted readings, ``(session, dialect, reading)``, in order;
+    - ``files``: session-file messages, ``key -> (reading, session, dialect, sidechain)``, the
+      best copy of each key within the stream (the first of equal ones), in first-seen order;
+    - ``ending``, ``session`` (the stream's session), ``dialect``, ``had_usage``.
+    """
 
-    def __init__(
-        self,
-        *,
-        prices: _prices.Snapshot | None = None,
-        estimate: bool = True,
-        tz: tzinfo | None = None,
-        by: Sequence[str] = (),
-        since: str | None = None,
-        until: str | None = None,
-        active: bool = False,
-    ) -> None:
-        for dim in by:
-            if dim not in DIMENSIONS:
-                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
-        for d in (since, until):
-            if d is not None:
-                date.fromisoformat(d)
-        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
-        self.prices = snap
-        self._agg = _Agg(snap, _zone(tz), tuple(by), since, until, active)
-        self._session_dialect: dict[str, str] = {}
-        # SESSION_CUMULATIVE dialects: per session, the running counter (its largest reading
-        # so far, what was counted of it), the parent's counter for continuation threads
-        self._session_counters: dict[str, _Rec] = {}
-        self._session_base: dict[str, _Rec] = {}
-        # per stream: the last reading per session, the continuation sessions and the second
-        # of their first reading (None once the replayed burst is over), the turn_context model
-        self._stream_last: dict[str, _Rec] = {}
-        self._burst: dict[str, str | None] = {}
-        self._continued: set[str] = set()
-        self._model: str | None = None
-        self._project: str | None = None
-        self._stream_project: str | None = None
-        # session-file messages, across streams: key -> (reading, session, dialect, sidechain)
-        self._files: dict[str, tuple[_Rec, str | None, str, bool]] = {}
-        self._scopes: dict[str | None, _Scope] | None = None
-        self._current: str | None = None
-        self._first: str | None = None
-        self._ending = "none"  # the current stream's ending so far
-        self._dialect: str | None = None  # the current stream's dialect
-        self._had_usage = False  # the current stream gave a usage reading
-        self._cached: tuple[_Agg, dict[str, str]] | None = None  # _final's, until a change
-        self._sessions_seen: set[str] = set()  # sessions with an ending counted
+    __slots__ = ("counters", "dialect", "ending", "files", "had_usage", "readings", "session")
 
-    # -- streams ---------------------------------------------------------------------------
-    def start_stream(self, project: str | None = None) -> None:
-        """A new stream; ``project`` names its project where its events give no ``cwd`` (the
-        report passes a claude session file's project directory)."""
-        if self._scopes is not None:
-            self.end_stream()
-        self._cached = None
-        self._scopes = {}
-        self._current = self._first = None
-        self._ending = "none"
-        self._dialect = None
-        self._stream_last = {}
-        self._burst = {}
-        self._continued = set()
-        self._model = None
-        self._stream_project = project
-        self._project = project
-        self._had_usage = False
+    def __init__(self) -> None:
+        self.counters: list[tuple[str, str, _Rec, str | None, bool]] = []
+        self.readings: list[tuple[str, str, _Rec]] = []
+        self.files: dict[str, tuple[_Rec, str | None, str, bool]] = {}
+        self.ending = "none"
+        self.session = _UNKNOWN
+        self.dialect = _UNKNOWN
+        self.had_usage = False
+
+
+class _Stream:
+    """The fold of one stream's events into a :class:`StreamSummary`."""
+
+    __slots__ = (
+        "continued",
+        "current",
+        "dialect",
+        "ending",
+        "first",
+        "model",
+        "out",
+        "project",
+        "scopes",
+    )
+
+    def __init__(self, project: str | None) -> None:
+        self.out = StreamSummary()
+        self.scopes: dict[str | None, _Scope] = {}
+        self.current: str | None = None
+        self.first: str | None = None
+        self.ending = "none"  # the ending so far
+        self.dialect: str | None = None
+        self.continued: set[str] = set()
+        self.model: str | None = None  # the latest turn_context model
+        self.project = project
 
     def add(self, ev: dict[str, Any]) -> None:
-        self._cached = None
-        if self._scopes is None:
-            self.start_stream()
-        assert self._scopes is not None
         sid = ev.get("sessionId")
         if (
             isinstance(sid, str)
             and sid
-            and self._first is not None
+            and self.first is not None
             and ev.get("dialect") in SESSION_CUMULATIVE
         ):
             # a codex stream is one thread: a later session id is a copy of the parent's
             # session_meta in a sub-agent rollout
-            sid = self._first
+            sid = self.first
         if isinstance(sid, str) and sid:
-            if self._first is None:
-                self._first = sid
+            if self.first is None:
+                self.first = sid
                 # Usage before the stream named its session belongs to that session.
-                early = self._scopes.pop(None, None)
+                early = self.scopes.pop(None, None)
                 if early is not None:
-                    self._scopes[sid] = early
-            self._current = sid
-        if self._dialect is None and isinstance(ev.get("dialect"), str):
-            self._dialect = ev["dialect"]
+                    self.scopes[sid] = early
+            self.current = sid
+        if self.dialect is None and isinstance(ev.get("dialect"), str):
+            self.dialect = ev["dialect"]
         cwd = ev.get("cwd")
         if isinstance(cwd, str) and cwd:
-            self._project = cwd
+            self.project = cwd
         self._outcome(ev)
         dialect = cast(str, ev.get("dialect")) if isinstance(ev.get("dialect"), str) else _UNKNOWN
         if ev.get("kind") == "status" and dialect in SESSION_CUMULATIVE:
             if ev.get("nativeType") == "turn_context" and isinstance(ev.get("text"), str):
-                self._model = ev["text"]
+                self.model = ev["text"]
             if ev.get("continuation") is True and isinstance(sid, str) and sid:
-                self._continued.add(sid)
+                self.continued.add(sid)
         if ev.get("kind") != "usage" or not isinstance(ev.get("usage"), dict):
             return
-        self._had_usage = True
+        self.out.had_usage = True
         scope_name = ev.get("usageScope", ev.get("subtype"))
         ts = ev.get("timestamp")
-        rec = _Rec(ev["usage"], ev, epoch(ts), self._project)
-        if rec.model == _UNKNOWN and self._model and dialect in SESSION_CUMULATIVE:
-            rec.model = self._model
+        rec = _Rec(ev["usage"], ev, epoch(ts), self.project)
+        if rec.model == _UNKNOWN and self.model and dialect in SESSION_CUMULATIVE:
+            rec.model = self.model
         req = ev.get("requestId")
         if scope_name == "message" and isinstance(req, str):
             mid = ev.get("messageId")
             key = "m:" + mid if isinstance(mid, str) else "r:" + req
             self._file_message(key, rec, dialect, ev.get("sidechain") is True)
             return
-        scope = self._scopes.get(self._current)
+        scope = self.scopes.get(self.current)
         if scope is None:
-            scope = self._scopes[self._current] = _Scope(dialect)
+            scope = self.scopes[self.current] = _Scope(dialect)
         if scope_name == "cumulative":
-            if dialect in SESSION_CUMULATIVE and self._current is not None:
-                self._session_counter(
-                    self._current, dialect, rec, ts if isinstance(ts, str) else None
+            if dialect in SESSION_CUMULATIVE and self.current is not None:
+                self.out.counters.append(
+                    (
+                        self.current,
+                        dialect,
+                        rec,
+                        ts if isinstance(ts, str) else None,
+                        self.current in self.continued,
+                    )
                 )
                 scope.cover()
                 return
@@ -664,19 +644,152 @@ class UsageFold:
         kind, sub = ev.get("kind"), ev.get("subtype")
         if kind == "status" and sub in ("result", "turn_completed"):
             if ev.get("repeatsError") is not True:
-                self._ending = "empty" if ev.get("emptyResult") is True else "ok"
+                self.ending = "empty" if ev.get("emptyResult") is True else "ok"
         elif kind == "error" and sub not in NON_TERMINAL_ERRORS:
-            self._ending = "failed"
-        elif kind == "error" and ev.get("retry") is True and self._ending == "none":
-            self._ending = "retrying"  # failed, unless an outcome follows
+            self.ending = "failed"
+        elif kind == "error" and ev.get("retry") is True and self.ending == "none":
+            self.ending = "retrying"  # failed, unless an outcome follows
 
     def _file_message(self, key: str, rec: _Rec, dialect: str, sidechain: bool) -> None:
-        """A session file's message usage: the best copy of each message counts, whatever
-        stream it came in (its session: the stream's current one)."""
-        seen = self._files.get(key)
+        """A session file's message usage: the best copy of each message counts (its session:
+        the stream's current one). Within the stream here, across streams in
+        :meth:`UsageFold.merge` (the first best copy of the streams' first best copies is the
+        first best copy of all)."""
+        files = self.out.files
+        seen = files.get(key)
         if seen is None or rec.rank(sidechain) > seen[0].rank(seen[3]):
-            session = self._current if self._current is not None else self._first
-            self._files[key] = (rec, session, dialect, sidechain)
+            session = self.current if self.current is not None else self.first
+            files[key] = (rec, session, dialect, sidechain)
+
+    def summary(self) -> StreamSummary:
+        """The stream's summary so far (the stream may go on: its state is only read, and the
+        scopes settled, which changes nothing they give)."""
+        out = StreamSummary()
+        out.counters = list(self.out.counters)
+        out.files = dict(self.out.files)
+        out.had_usage = self.out.had_usage
+        for sid, scope in self.scopes.items():
+            name = sid if sid is not None else (self.first or _UNKNOWN)
+            for r in scope.readings():
+                out.readings.append((name, scope.dialect, r))
+        out.session = self.current or self.first or _UNKNOWN
+        # the stream stopped while retrying (as oneshot): failed
+        out.ending = "failed" if self.ending == "retrying" else self.ending
+        out.dialect = self.dialect or _UNKNOWN
+        return out
+
+
+class UsageFold:
+    """Fold usage events of many streams: ``start_stream()``, ``add(ev)`` per event,
+    ``end_stream()``; :meth:`totals` (and :meth:`rows`) at any point after ``end_stream``.
+
+    ``prices``: the snapshot that estimates a cost for readings the CLI gave none (default the
+    shipped one, :func:`checkfu_fast.prices.snapshot`); ``estimate=False`` keeps only reported
+    costs. ``tz`` (default UTC) is the zone of days, weeks, months and of ``since``/``until``
+    (``YYYY-MM-DD``, inclusive: readings outside, or without a time, are not counted at all).
+    ``by``: the dimensions of :meth:`rows` (:data:`DIMENSIONS`); ``active=True`` keeps what
+    :meth:`active_block` needs (one total per second of reading time).
+
+    Each stream is folded on its own into a :class:`StreamSummary` (``end_stream``), which
+    :meth:`merge` folds across streams; a summary made elsewhere (the report's cache) can be
+    merged in its stream's place."""
+
+    def __init__(
+        self,
+        *,
+        prices: _prices.Snapshot | None = None,
+        estimate: bool = True,
+        tz: tzinfo | None = None,
+        by: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        active: bool = False,
+    ) -> None:
+        for dim in by:
+            if dim not in DIMENSIONS:
+                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
+        for d in (since, until):
+            if d is not None:
+                date.fromisoformat(d)
+        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
+        self.prices = snap
+        self._agg = _Agg(snap, _zone(tz), tuple(by), since, until, active)
+        self._session_dialect: dict[str, str] = {}
+        # SESSION_CUMULATIVE dialects: per session, the running counter (its largest reading
+        # so far, what was counted of it), the parent's counter for continuation threads
+        self._session_counters: dict[str, _Rec] = {}
+        self._session_base: dict[str, _Rec] = {}
+        # per stream merged: the last reading per session, the continuation sessions and the
+        # second of their first reading (None once the replayed burst is over)
+        self._stream_last: dict[str, _Rec] = {}
+        self._burst: dict[str, str | None] = {}
+        self._continued: set[str] = set()
+        # session-file messages, across streams: key -> (reading, session, dialect, sidechain)
+        self._files: dict[str, tuple[_Rec, str | None, str, bool]] = {}
+        self._stream: _Stream | None = None
+        self._cached: tuple[_Agg, dict[str, str]] | None = None  # _final's, until a change
+
+    # -- streams ---------------------------------------------------------------------------
+    def start_stream(self, project: str | None = None) -> None:
+        """A new stream; ``project`` names its project where its events give no ``cwd`` (the
+        report passes a claude session file's project directory)."""
+        if self._stream is not None:
+            self.end_stream()
+        self._cached = None
+        self._stream = _Stream(project)
+
+    def add(self, ev: dict[str, Any]) -> None:
+        self._cached = None
+        if self._stream is None:
+            self.start_stream()
+        assert self._stream is not None
+        self._stream.add(ev)
+
+    def peek(self) -> UsageFold:
+        """A copy whose :meth:`totals` are this fold's so far while this fold's stream goes on
+        (``totals`` ends the stream: in the copy only). The readings are shared, never
+        changed; what merging changes is copied."""
+        snap = copy.copy(self)
+        snap._agg = self._agg.copy()
+        snap._session_dialect = dict(self._session_dialect)
+        snap._session_counters = {k: _copy_rec(v) for k, v in self._session_counters.items()}
+        snap._session_base = {k: _copy_rec(v) for k, v in self._session_base.items()}
+        snap._files = dict(self._files)
+        snap._cached = None
+        return snap
+
+    def end_stream(self) -> None:
+        if self._stream is None:
+            return
+        summary = self._stream.summary()
+        self._stream = None
+        self.merge(summary)
+
+    def merge(self, s: StreamSummary) -> None:
+        """Fold one stream's summary (in the stream's place: streams are merged in order)."""
+        if self._stream is not None:
+            self.end_stream()
+        self._cached = None
+        self._stream_last = {}
+        self._burst = {}
+        self._continued = set()
+        for sid, dialect, rec, ts, continued in s.counters:
+            if continued:
+                self._continued.add(sid)
+            self._session_counter(sid, dialect, rec, ts)
+        for name, dialect, r in s.readings:
+            self._count(name, dialect, r)
+        agg = self._agg
+        agg.total.endings[s.ending] += 1
+        if s.ending != "none" or s.had_usage:
+            # a stream with neither usage nor an outcome makes no session row
+            agg.sessions.setdefault(s.session, _Acc()).endings[s.ending] += 1
+            self._session_dialect.setdefault(s.session, s.dialect)
+        files = self._files
+        for key, new in s.files.items():
+            seen = files.get(key)
+            if seen is None or new[0].rank(new[3]) > seen[0].rank(seen[3]):
+                files[key] = new
 
     def _session_counter(self, sid: str, dialect: str, rec: _Rec, ts: str | None) -> None:
         """A thread's cumulative counter: each reading counts what it adds to the largest
@@ -714,24 +827,6 @@ class UsageFold:
             self._session_base[sid] = _copy_rec(rec)
         else:
             base.merge_max(rec)
-
-    def end_stream(self) -> None:
-        if self._scopes is None:
-            return
-        for sid, scope in self._scopes.items():
-            name = sid if sid is not None else (self._first or _UNKNOWN)
-            for r in scope.readings():
-                self._count(name, scope.dialect, r)
-        session = self._current or self._first or _UNKNOWN
-        if self._ending == "retrying":  # the stream stopped while retrying (as oneshot)
-            self._ending = "failed"
-        agg = self._agg
-        agg.total.endings[self._ending] += 1
-        if self._ending != "none" or self._had_usage:
-            # a stream with neither usage nor an outcome makes no session row
-            agg.sessions.setdefault(session, _Acc()).endings[self._ending] += 1
-            self._session_dialect.setdefault(session, self._dialect or _UNKNOWN)
-        self._scopes = None
 
     def _count(self, session: str, dialect: str, r: _Rec) -> None:
         self._agg.add(session, r)

@@ -763,19 +763,10 @@ def _render_step(s: _Step, agent_model: Any) -> dict[str, Any]:
 
 def _totals(fold: UsageFold) -> dict[str, Any]:
     """``fold.totals()["total"]`` without ending the fold's stream (``totals`` ends it, and a
-    live trajectory goes on): a shallow copy of the fold whose aggregates (what ending a stream
-    adds to) are copied; the readings are only read. ``tests/test_export_atif.py`` holds it
-    equal to a deep copy's totals. A fold without those aggregates is deep-copied (its price
-    snapshot shared)."""
-    agg = getattr(fold, "_agg", None)
-    if agg is not None and callable(getattr(agg, "copy", None)):
-        snap = copy.copy(fold)
-        snap._agg = agg.copy()
-        snap._session_dialect = dict(fold._session_dialect)
-    else:  # pragma: no cover - another fold layout
-        prices_ = getattr(fold, "prices", None)
-        snap = copy.deepcopy(fold, {id(prices_): prices_})
-    total: dict[str, Any] = snap.totals()["total"]
+    live trajectory goes on): the totals of :meth:`UsageFold.peek`, a copy whose merging
+    leaves the fold as it is. ``tests/test_export_atif.py`` holds it equal to a deep copy's
+    totals."""
+    total: dict[str, Any] = fold.peek().totals()["total"]
     return total
 
 
