@@ -242,9 +242,12 @@ pub fn map_line<'v>(
         events: Vec::new(),
     };
     match p {
-        Prepared::Fail { event, .. } => out.events.push(event.as_ref().clone()),
+        // one event without spare room: a first `push` makes room for 4 (an event is ~450
+        // bytes), and a group of short lines then held ~2 KiB per line
+        Prepared::Fail { event, .. } => out.events = vec![event.as_ref().clone()],
         Prepared::Parsed { value, repairs, .. } => {
             out.repairs = *repairs;
+            out.events.reserve_exact(1);
             if value.is_object() {
                 dialect.map(value, &mut out.events);
                 crate::event::classify_tools(&mut out.events);

@@ -13,6 +13,15 @@ use crate::budget::OutOfMemory;
 use crate::event::LineMeta;
 use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents, Prepared};
 
+/// A group holds at most this many lines whatever their size: a line's prepared and mapped
+/// structures are about 1 KiB, and a 256 KiB group of 2-byte lines was 128k of them.
+pub const GROUP_LINES: usize = 4096;
+
+/// [`feed`] frames a chunk this many bytes at a time: the framed spans of one window (~130
+/// bytes a line) are alive at once, not those of a whole in-memory stream (64 MiB of 2-byte
+/// lines: 33 million spans, 2 GB).
+pub const FEED_WINDOW: usize = 64 << 10;
+
 /// Where one stream's events go.
 pub trait Sink {
     type Error: From<OutOfMemory>;
@@ -51,7 +60,9 @@ pub fn items<S: Sink>(
     while start < items.len() {
         let mut end = start;
         let mut bytes = 0usize;
-        while end < items.len() && (end == start || bytes < group_max) {
+        while end < items.len()
+            && (end == start || (bytes < group_max && end - start < GROUP_LINES))
+        {
             bytes += items.get(end).map_or(0, |it| it.span.bytes(chunk).len());
             end += 1;
         }
@@ -106,8 +117,11 @@ pub fn feed<S: Sink>(
     chunk: &[u8],
     sink: &mut S,
 ) -> Result<(), S::Error> {
-    let framed = sink.work(chunk.len(), || engine.feed(chunk))?;
-    items(engine, &framed, chunk, seq, sink)
+    for window in chunk.chunks(FEED_WINDOW) {
+        let framed = sink.work(window.len(), || engine.feed(window))?;
+        items(engine, &framed, window, seq, sink)?;
+    }
+    Ok(())
 }
 
 /// End of stream: the last line, then the event of a UTF-16/UTF-32 stream if the framer found

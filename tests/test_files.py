@@ -475,3 +475,78 @@ def test_ctrl_c_stops_normalize_files_and_removes_the_partial_output(tmp_path: P
         p.kill()
     assert stdout == b"interrupted\n", (stdout, stderr[-2000:])
     assert list(out.iterdir()) == []
+
+
+# --- memory per junk line -----------------------------------------------------------------
+
+JUNK = """
+import gc, sys
+import checkfu_fast
+def status(key):
+    with open("/proc/self/status") as f:  # VmHWM: the peak RSS so far; VmRSS: now (KiB)
+        return int(next(l.split()[1] for l in f if l.startswith(key))) // 1024
+checkfu_fast.normalize(b"y\\n" * 1000, "claude")  # warm up
+line, how = sys.argv[1].encode() + b"\\n", sys.argv[2]
+data = line * 100_000
+base = status("VmRSS:")
+if how == "normalize":
+    out = checkfu_fast.normalize(data, "claude")
+elif how == "feed":
+    n = checkfu_fast.Normalizer("claude")
+    out = n.feed(data) + n.finish()
+elif how == "jsonl":
+    out = checkfu_fast.normalize_jsonl(data, "claude")
+elif how == "stream":  # 4 MiB of junk fed 64 KiB at a time, each piece's events dropped
+    n, out = checkfu_fast.Normalizer("claude"), None
+    piece = line * ((64 << 10) // len(line))
+    for _ in range(64):
+        assert n.feed(piece)
+peak = status("VmHWM:") - base
+del out, data
+gc.collect()
+print(peak, status("VmRSS:") - base)
+"""
+
+
+def junk_peak(line: str, how: str) -> tuple[int, int]:
+    """(peak growth, growth still resident after the output is dropped) in MiB."""
+    r = subprocess.run(
+        [sys.executable, "-c", JUNK, line, how],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    peak, kept = map(int, r.stdout.split())
+    return peak, kept
+
+
+@pytest.mark.parametrize("line", ["y", "{y", "1"])
+@pytest.mark.parametrize("how", ["normalize", "feed"])
+def test_the_core_keeps_no_kilobytes_per_junk_line(how: str, line: str) -> None:
+    """100,000 short junk lines (195 KiB): the core makes its per-line structures a bounded
+    group at a time, each line's one event without spare room (a 1-event line had room for
+    4, ~2 KiB, and a 256 KiB group of 2-byte lines was 128k lines: +365 MiB peak for `y`,
+    +316 MiB still resident once the events were dropped). What is left is the output: the
+    event dicts, 47 MiB of Python objects for `y` (89 MiB for `{y`, whose events carry an
+    error object)."""
+    peak, kept = junk_peak(line, how)
+    assert peak <= (96 if line != "{y" else 144), (peak, kept)
+    assert kept <= 32, (peak, kept)
+
+
+@pytest.mark.parametrize("line", ["y", "{y"])
+def test_feeding_junk_in_pieces_stays_flat(line: str) -> None:
+    """4 MiB of junk lines fed 64 KiB at a time: memory does not grow with the stream (a
+    64 KiB piece of 2-byte lines was one group of 32k lines, ~70 MiB of core structures)."""
+    peak, kept = junk_peak(line, "stream")
+    assert peak <= 48, (peak, kept)
+
+
+@pytest.mark.parametrize("line", ["y", "{y"])
+def test_jsonl_of_junk_lines_is_output_sized(line: str) -> None:
+    """The JSONL of 100,000 junk lines (12-20 MiB of output): the output buffer and its one
+    copy into Python, nothing per line beyond."""
+    peak, kept = junk_peak(line, "jsonl")
+    assert peak <= (64 if line == "y" else 96), (peak, kept)
