@@ -133,6 +133,14 @@ impl<'v> Event<'v> {
     pub fn x(&mut self) -> &mut Extra<'v> {
         self.extra.get_or_insert_with(Box::default)
     }
+
+    /// Adds an entry (an [`action`]) to `requiresAction`.
+    pub fn require(&mut self, entry: Value<'v>) {
+        match &mut self.x().requires_action {
+            Some(Value::Array(list)) => list.push(entry),
+            slot => *slot = Some(Value::Array(vec![entry])),
+        }
+    }
 }
 
 /// A tool result exactly as the stream gives it.
@@ -197,6 +205,31 @@ pub struct Extra<'v> {
     pub control_response: Option<&'v Value<'v>>,
     /// claude `system/background_tasks_changed`: the live set of tasks (`backgroundTasks`).
     pub background_tasks: Option<&'v Value<'v>>,
+    /// What a human must do before the turn can go on (`requiresAction`): a list of
+    /// [`action`]s, a tool call that waits for (or was refused for want of) an approval, or a
+    /// question put to the user.
+    pub requires_action: Option<Value<'v>>,
+}
+
+/// One entry of `requiresAction` (docs/events.md): `{"kind", "toolUseId"?, "toolName"?,
+/// "questions"?}`; `kind` is `approval` or `question`, `questions` the list as given.
+pub fn action<'v>(
+    kind: &'static str,
+    tool_use_id: Option<&'v str>,
+    tool_name: Option<&'v str>,
+    questions: Option<&'v Value<'v>>,
+) -> Value<'v> {
+    let mut pairs = vec![(Cow::Borrowed("kind"), Value::Str(Cow::Borrowed(kind)))];
+    if let Some(id) = tool_use_id.filter(|s| !s.is_empty()) {
+        pairs.push((Cow::Borrowed("toolUseId"), Value::Str(Cow::Borrowed(id))));
+    }
+    if let Some(name) = tool_name.filter(|s| !s.is_empty()) {
+        pairs.push((Cow::Borrowed("toolName"), Value::Str(Cow::Borrowed(name))));
+    }
+    if let Some(q @ Value::Array(_)) = questions {
+        pairs.push((Cow::Borrowed("questions"), q.clone()));
+    }
+    Value::Object(pairs)
 }
 
 /// Line-level fields a dialect reads once per line.

@@ -297,6 +297,7 @@ fields! {
     "controlRequestId": Ty::Str => |c| c.x()?.control_request_id.map(Val::Str);
     "controlResponse": Ty::Json => |c| c.x()?.control_response.map(Val::Json);
     "backgroundTasks": Ty::Json => |c| c.x()?.background_tasks.map(Val::Json);
+    "requiresAction": Ty::Json => |c| c.x()?.requires_action.as_ref().map(Val::Json);
     "sessionId": Ty::Str => |c| c.rec.meta.session_id.map(Val::Str);
     "timestamp": Ty::Time => |c| c.rec.meta.timestamp.map(Val::Str);
     "parentToolUseId": Ty::Str => |c| c.rec.meta.parent_tool_use_id.map(Val::Str);

@@ -31,6 +31,7 @@ TREES = (
     "toolResult",
     "controlResponse",
     "backgroundTasks",
+    "requiresAction",
     "structuredOutput",
     "parsed",
 )

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras, msg,
+    action, cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras, msg,
     name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num,
     Subagent, Text, ToolResult,
 };
@@ -100,7 +100,9 @@ impl Dialect for Claude {
                     // session files: text the CLI injected (skill text, a compaction's summary)
                     let injected = v.is_true_at("isMeta") || v.is_true_at("isCompactSummary");
                     let role = if injected { "system" } else { "user" };
+                    let from = out.len();
                     content_events(m.get("content"), role, out);
+                    refused_results(v, out.get_mut(from..).unwrap_or_default());
                 }
             }
             Some("result") => result(v, out),
@@ -573,7 +575,13 @@ fn system<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         Some(n) => {
             if let Some(field) = progress_field(n) {
-                out.push(progress_line(v, n, field));
+                let mut ev = progress_line(v, n, field);
+                if n == "permission_denied" {
+                    // a tool call the CLI refused for want of an approval (2.1.226)
+                    let (id, name) = (nonempty(v.get("tool_use_id")), nonempty(v.get("tool_name")));
+                    ev.require(action("approval", id, name, None));
+                }
+                out.push(ev);
                 return;
             }
         }
@@ -863,6 +871,9 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         }
         out.push(ev);
     }
+    if let Some(outcome) = out.last_mut() {
+        denials(v, outcome);
+    }
     if v.has("usage") || v.has("total_cost_usd") {
         let model_usage = v.get("modelUsage");
         let cost = v.get("total_cost_usd");
@@ -880,6 +891,49 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             }
         }
         out.push(ev);
+    }
+}
+
+/// The calls a result says wait for a human (`requiresAction`): each `permission_denials` entry
+/// (an `AskUserQuestion` call: a question, with its input's `questions`), then the
+/// `deferred_tool_use` (a call a hook deferred for the host to decide).
+fn denials<'v>(v: &'v Value<'v>, ev: &mut Event<'v>) {
+    for d in v.get("permission_denials").map(Value::items).unwrap_or_default() {
+        if !d.is_object() {
+            continue;
+        }
+        let (id, name) = (nonempty(d.get("tool_use_id")), nonempty(d.get("tool_name")));
+        let questions = d.get("tool_input").and_then(|i| i.get("questions"));
+        let ask = name == Some("AskUserQuestion") && matches!(questions, Some(Value::Array(_)));
+        let kind = if ask { "question" } else { "approval" };
+        ev.require(action(kind, id, name, questions.filter(|_| ask)));
+    }
+    if let Some(d) = v.get("deferred_tool_use").filter(|d| d.is_object()) {
+        ev.require(action("approval", nonempty(d.get("id")), nonempty(d.get("name")), None));
+    }
+}
+
+/// A user line's tool results that the CLI refused to run (`tool_result_meta` entries whose
+/// `non_execution_kind` is `user-rejected` or `permission-rule`) wait for an approval.
+fn refused_results<'v>(v: &'v Value<'v>, evs: &mut [Event<'v>]) {
+    let meta = v.get("tool_result_meta").map(Value::items).unwrap_or_default();
+    let refused: std::collections::HashSet<&str> = meta
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.str_at("non_execution_kind"),
+                Some("user-rejected" | "permission-rule")
+            )
+        })
+        .filter_map(|m| nonempty(m.get("id")))
+        .collect();
+    if refused.is_empty() {
+        return;
+    }
+    for ev in evs.iter_mut().filter(|e| e.subtype == "tool_result") {
+        if let Some(id) = ev.tool.as_ref().and_then(|t| t.id).filter(|id| refused.contains(id)) {
+            ev.require(action("approval", Some(id), None, None));
+        }
     }
 }
 

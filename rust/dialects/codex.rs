@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
+    action, classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
     name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage,
     Event, LineMeta, Subagent, Text, ToolResult,
 };
@@ -82,14 +82,18 @@ impl Dialect for Codex {
             )),
             "request_user_input" => {
                 let text = questions_text(v.get("questions"));
-                out.push(status(
+                let mut ev = status(
                     "progress",
                     Some(if text.is_empty() {
                         Cow::Borrowed("request_user_input")
                     } else {
                         Cow::Owned(text)
                     }),
-                ))
+                );
+                // the model asks the user: the turn waits for the answers
+                let id = nonempty(v.get("call_id")).or_else(|| nonempty(v.get("id")));
+                ev.require(action("question", id, None, v.get("questions")));
+                out.push(ev)
             }
             // a pre-envelope rollout's bare Responses item
             t if is_bare_item(t) => response_item(v, out),
@@ -550,7 +554,17 @@ fn legacy_status(t: &str) -> Option<(&'static str, &'static str)> {
 fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     let Some(t) = m.str_at("type") else { return };
     if let Some((sub, field)) = legacy_status(t) {
-        out.push(status(sub, m.str_at(field).map(Cow::Borrowed)));
+        let mut ev = status(sub, m.str_at(field).map(Cow::Borrowed));
+        let asks = match t {
+            "exec_approval_request" => Some("command_execution"),
+            "apply_patch_approval_request" => Some("file_change"),
+            _ => None,
+        };
+        if let Some(tool) = asks {
+            // the CLI waits for the user to approve the call
+            ev.require(action("approval", nonempty(m.get("call_id")), Some(tool), None));
+        }
+        out.push(ev);
         return;
     }
     let cid = m.get("call_id");

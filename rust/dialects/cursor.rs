@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::dialects::claude::content_events;
 use crate::event::{
-    cache_writes, classify, error, line_extras, msg, nonempty, status, tool_call, tool_result,
+    action, cache_writes, classify, error, line_extras, msg, nonempty, status, tool_call, tool_result,
     usage, Event, LineMeta, Num, Text, ToolResult,
 };
 use crate::value::Value;
@@ -180,7 +180,18 @@ fn tool<'v>(v: &'v Value<'v>, sub: Option<&'v Value<'v>>, out: &mut Vec<Event<'v
         }
         Some("completed") => {
             let (is_error, text) = result_text(field("result"));
+            // a permission rule refused the call (`rejected`, `writePermissionDenied`)
+            let refused = field("result")
+                .and_then(Value::first_key)
+                .is_some_and(|k| matches!(k, "rejected" | "writePermissionDenied"));
+            let tool_name = match &name {
+                Cow::Borrowed(n) => Some(*n),
+                Cow::Owned(_) => None,
+            };
             let mut ev = tool_result(name, call_id, is_error, text);
+            if refused {
+                ev.require(action("approval", nonempty(call_id), tool_name, None));
+            }
             let found = tc
                 .map(Value::dict_items)
                 .unwrap_or_default()

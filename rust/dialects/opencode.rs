@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    cache_writes, classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
+    action, cache_writes, classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
     reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
     ToolResult, NULL,
 };
@@ -27,7 +27,11 @@ impl Dialect for Opencode {
             Some("tool_use") => tool(p, out),
             Some("step_finish") => step_finish(v, p, out),
             Some("error") => out.push(api_error(v.get("error"))),
-            Some("done") => out.push(status("result", v.str_at("reason").map(Cow::Borrowed))),
+            Some("done") => {
+                let mut ev = status("result", v.str_at("reason").map(Cow::Borrowed));
+                rejected(v, &mut ev);
+                out.push(ev);
+            }
             _ => {}
         }
     }
@@ -87,8 +91,28 @@ fn tool<'v>(p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
     } else {
         ToolResult::Text
     });
+    if st == Some("error") && result.text.as_deref().is_some_and(|t| t.starts_with(REJECTED)) {
+        // a permission the run could not ask for: auto-rejected (opencode #44267)
+        let tool = p.and_then(|p| nonempty(p.get("tool")));
+        result.require(action("approval", nonempty(cid), tool, None));
+    }
     out.push(tool_call(name, field("input"), cid));
     out.push(result);
+}
+
+/// The error text of a tool call whose permission was rejected (`PermissionNext.RejectedError`;
+/// a headless `opencode run` rejects every permission it would have to ask for).
+pub const REJECTED: &str = "The user rejected permission to use this specific tool call";
+
+/// `done.rejected[]`: the permission requests the run auto-rejected, each waiting for an
+/// approval (its `tool.callID`, else `callID`; its `permission`, else `type`).
+fn rejected<'v>(v: &'v Value<'v>, ev: &mut Event<'v>) {
+    for r in v.get("rejected").map(Value::items).unwrap_or_default() {
+        let call = r.get("tool").and_then(|t| nonempty(t.get("callID")));
+        let id = call.or_else(|| nonempty(r.get("callID")));
+        let name = nonempty(r.get("permission")).or_else(|| nonempty(r.get("type")));
+        ev.require(action("approval", id, name, None));
+    }
 }
 
 fn step_finish<'v>(v: &'v Value<'v>, p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {

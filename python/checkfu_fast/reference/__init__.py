@@ -47,7 +47,7 @@ _ORDER = (
     "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
     "reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens",
     "emptyResult", "answer", "partialArguments", "continuation",
-    "controlRequestId", "controlResponse", "backgroundTasks",
+    "controlRequestId", "controlResponse", "backgroundTasks", "requiresAction",
 )  # fmt: skip
 # line-level extras, after ``nativeType`` (docs/events.md)
 _LINE_ORDER = (
@@ -73,6 +73,7 @@ TREE_FIELDS = frozenset(
         "toolResult",
         "controlResponse",
         "backgroundTasks",
+        "requiresAction",
         "structuredOutput",
         "parsed",
     }

@@ -252,6 +252,25 @@ def classify_tools(events: list[Event]) -> None:
             ev["toolClass"] = cls
 
 
+def action(kind: str, tool_use_id: Any = None, tool_name: Any = None, questions: Any = None) -> Any:
+    """One entry of ``requiresAction`` (docs/events.md): ``{"kind", "toolUseId"?, "toolName"?,
+    "questions"?}``; ``kind`` is ``approval`` or ``question``, ``questions`` the list as given."""
+    entry: dict[str, Any] = {"kind": kind}
+    if isinstance(tool_use_id, str) and tool_use_id:
+        entry["toolUseId"] = tool_use_id
+    if isinstance(tool_name, str) and tool_name:
+        entry["toolName"] = tool_name
+    if isinstance(questions, list):
+        entry["questions"] = questions
+    return entry
+
+
+def require(ev: Event, entry: Any) -> Event:
+    """Adds an entry (an :func:`action`) to the event's ``requiresAction``."""
+    ev.setdefault("requiresAction", []).append(entry)
+    return ev
+
+
 def nonneg_int(x: Any) -> bool:
     """A JSON integer >= 0 (any size; no bools)."""
     return type(x) is int and x >= 0

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    action,
     cache_writes,
     classify,
     compaction_tokens,
@@ -22,6 +23,7 @@ from ..events import (
     line_extras,
     msg,
     name_or_unknown,
+    require,
     status,
     text_of,
     tool_call,
@@ -406,7 +408,10 @@ def _system(v: dict[str, Any], native: Any) -> list[Event]:
     if native == "background_tasks_changed":
         return [_background_tasks(v)]
     if isinstance(native, str) and native in _PROGRESS_TEXT:
-        return [_progress(v, native)]
+        ev = _progress(v, native)
+        if native == "permission_denied":  # a call refused for want of an approval (2.1.226)
+            require(ev, action("approval", v.get("tool_use_id"), v.get("tool_name")))
+        return [ev]
     sub = _SYSTEM_SUBTYPES.get(native) if isinstance(native, str) else None
     if sub is None:
         return []
@@ -645,7 +650,49 @@ def _user(v: dict[str, Any]) -> list[Event]:
         return []
     # session files: text the CLI injected (skill text, the summary after a compaction)
     injected = v.get("isMeta") is True or v.get("isCompactSummary") is True
-    return content_events(m.get("content"), "system" if injected else "user")
+    out = content_events(m.get("content"), "system" if injected else "user")
+    _refused_results(v, out)
+    return out
+
+
+def _refused_results(v: dict[str, Any], events: list[Event]) -> None:
+    """A user line's tool results that the CLI refused to run (``tool_result_meta`` entries
+    whose ``non_execution_kind`` is ``user-rejected`` or ``permission-rule``) wait for an
+    approval."""
+    meta = v.get("tool_result_meta")
+    refused = {
+        m["id"]
+        for m in (meta if isinstance(meta, list) else [])
+        if isinstance(m, dict)
+        and m.get("non_execution_kind") in ("user-rejected", "permission-rule")
+        and isinstance(m.get("id"), str)
+        and m["id"]
+    }
+    if not refused:
+        return
+    for ev in events:
+        tool_id = ev.get("tool", {}).get("id") if ev.get("subtype") == "tool_result" else None
+        if tool_id in refused:
+            require(ev, action("approval", tool_id))
+
+
+def _denials(v: dict[str, Any], ev: Event) -> None:
+    """The calls a result says wait for a human (``requiresAction``): each
+    ``permission_denials`` entry (an ``AskUserQuestion`` call: a question, with its input's
+    ``questions``), then the ``deferred_tool_use`` (a call a hook deferred for the host)."""
+    denials = v.get("permission_denials")
+    for d in denials if isinstance(denials, list) else []:
+        if not isinstance(d, dict):
+            continue
+        name = d.get("tool_name")
+        ti = d.get("tool_input")
+        questions = ti.get("questions") if isinstance(ti, dict) else None
+        ask = name == "AskUserQuestion" and isinstance(questions, list)
+        kind = "question" if ask else "approval"
+        require(ev, action(kind, d.get("tool_use_id"), name, questions if ask else None))
+    deferred = v.get("deferred_tool_use")
+    if isinstance(deferred, dict):
+        require(ev, action("approval", deferred.get("id"), deferred.get("name")))
 
 
 def _result(v: dict[str, Any]) -> list[Event]:
@@ -672,6 +719,7 @@ def _result(v: dict[str, Any]) -> list[Event]:
         if _empty_answer(v):
             done["emptyResult"] = True
         out.append(done)
+    _denials(v, out[-1])
     if "usage" in v or "total_cost_usd" in v:
         model_usage = v.get("modelUsage")
         shares = _model_usage_shares(model_usage, v.get("total_cost_usd"))

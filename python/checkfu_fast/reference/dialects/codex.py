@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    action,
     classify,
     compaction_tokens,
     content_blocks,
@@ -18,6 +19,7 @@ from ..events import (
     msg,
     name_or_unknown,
     reasoning_tokens,
+    require,
     status,
     text_of,
     tool_call,
@@ -155,8 +157,12 @@ def map_line(v: dict[str, Any]) -> list[Event]:
         return [status("progress", text_of(v.get("delta")))]
     if t == "thread.compacted":  # the thread's context was compacted (counts when given)
         return [compaction_tokens(status("compaction", "compacted"), v)]
-    if t == "request_user_input":
-        return [status("progress", _questions_text(v.get("questions")) or "request_user_input")]
+    if t == "request_user_input":  # the model asks the user: the turn waits for the answers
+        ev = status("progress", _questions_text(v.get("questions")) or "request_user_input")
+        cid = (
+            v.get("call_id") if isinstance(v.get("call_id"), str) and v["call_id"] else v.get("id")
+        )
+        return [require(ev, action("question", cid, None, v.get("questions")))]
     if t in BARE_ITEMS:  # a pre-envelope rollout's bare Responses item
         return _response_item(v)
     return []
@@ -364,7 +370,11 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
         return []
     simple = _LEGACY_STATUS.get(t)
     if simple is not None:
-        return [status(simple, text_of(m.get(_LEGACY_TEXT.get(t, "message"))))]
+        ev = status(simple, text_of(m.get(_LEGACY_TEXT.get(t, "message"))))
+        asks = _LEGACY_APPROVALS.get(t)
+        if asks is not None:  # the CLI waits for the user to approve the call
+            require(ev, action("approval", m.get("call_id"), asks))
+        return [ev]
     if t == "agent_message":
         return [msg("text", "assistant", text_of(m.get("message")) or "")]
     if t in ("agent_reasoning", "agent_reasoning_raw_content"):
@@ -460,6 +470,11 @@ def _legacy_mcp_end(name: str, cid: Any, result: Any) -> Event:
     return tool_result(name, cid, False, "")
 
 
+# legacy approval requests -> the tool the call is for (``requiresAction``)
+_LEGACY_APPROVALS = {
+    "exec_approval_request": "command_execution",
+    "apply_patch_approval_request": "file_change",
+}
 _LEGACY_STATUS = {
     "session_configured": "init",
     "task_started": "turn_started",

@@ -9,11 +9,13 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    action,
     cache_writes,
     classify,
     error,
     line_extras,
     msg,
+    require,
     status,
     text_of,
     tool_call,
@@ -181,6 +183,9 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
     if sub == "completed":
         is_error, text = _result_text(body.get("result"))
         ev = tool_result(name, call_id, is_error, text)
+        r = body.get("result")
+        if isinstance(r, dict) and r and next(iter(r)) in _REFUSED:
+            require(ev, action("approval", call_id, name))  # a permission rule refused it
         ev["toolResult"] = text
         for key, value in tc.items():
             if key.endswith("ToolCall") and isinstance(value, dict) and "result" in value:
@@ -188,6 +193,10 @@ def _tool_call(v: dict[str, Any], sub: Any) -> list[Event]:
                 break
         return [ev]
     return [status("progress", text_of(sub))]
+
+
+# result branches of a call a permission rule refused (``requiresAction``)
+_REFUSED = ("rejected", "writePermissionDenied")
 
 
 def _result_text(result: Any) -> tuple[bool, str]:

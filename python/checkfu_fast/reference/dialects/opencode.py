@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..events import (
     Event,
+    action,
     cache_writes,
     classify,
     error,
@@ -21,6 +22,7 @@ from ..events import (
     msg,
     name_or_unknown,
     reasoning_tokens,
+    require,
     status,
     text_of,
     tool_call,
@@ -81,7 +83,7 @@ def map_line(v: dict[str, Any]) -> list[Event]:
     if t == "error":
         return [_error(v.get("error"))]
     if t == "done":
-        return [status("result", text_of(v.get("reason")))]
+        return [_rejected(v, status("result", text_of(v.get("reason"))))]
     return []
 
 
@@ -102,7 +104,30 @@ def _tool(p: dict[str, Any]) -> list[Event]:
         result["toolResult"] = s.get("output") if st != "error" else s.get("error")
     else:
         result["toolResult"] = text
+    if st == "error" and text.startswith(REJECTED):
+        # a permission the run could not ask for: auto-rejected (opencode #44267)
+        require(result, action("approval", cid, p.get("tool")))
     return [tool_call(name, s.get("input"), cid), result]
+
+
+#: The error text of a tool call whose permission was rejected (``RejectedError``; a headless
+#: ``opencode run`` rejects every permission it would have to ask for).
+REJECTED = "The user rejected permission to use this specific tool call"
+
+
+def _rejected(v: dict[str, Any], ev: Event) -> Event:
+    """``done.rejected[]``: the permission requests the run auto-rejected, each waiting for an
+    approval (its ``tool.callID``, else ``callID``; its ``permission``, else ``type``)."""
+    rejected = v.get("rejected")
+    for r in rejected if isinstance(rejected, list) else []:
+        r = r if isinstance(r, dict) else {}
+        tool = r.get("tool")
+        call = tool.get("callID") if isinstance(tool, dict) else None
+        cid = call if isinstance(call, str) and call else r.get("callID")
+        perm = r.get("permission")
+        name = perm if isinstance(perm, str) and perm else r.get("type")
+        require(ev, action("approval", cid, name))
+    return ev
 
 
 def _step_finish(v: dict[str, Any], p: dict[str, Any]) -> list[Event]:
