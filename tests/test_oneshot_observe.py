@@ -668,7 +668,11 @@ def test_corpus_observations_are_valid_and_identical_across_paths(path):
     obs = native[0]
     assert obs[0]["type"] == "observation.ready"
     endings = {"observation.finished", "observation.failed", "observation.retryable_failure"}
-    assert obs[-1]["type"] in endings and not any(o["type"] in endings for o in obs[:-1])
+    blocked = [o for o in obs if o["type"] == "observation.requires_action"]
+    if blocked:  # a turn blocked on a human ends with its actions (docs/oneshot.md 4, step 5)
+        assert obs[-len(blocked) :] == blocked and not any(o["type"] in endings for o in obs)
+    else:
+        assert obs[-1]["type"] in endings and not any(o["type"] in endings for o in obs[:-1])
 
 
 # Endings of the real transcripts that do not simply finish, reviewed against each file's
@@ -680,6 +684,9 @@ CORPUS_ENDINGS = {
     ),
     "claude/hivemind-789-api-error-404-model.jsonl": ("failed", "runtime.harness_failed"),
     "claude/single-result-error-max-turns.jsonl": ("finished", "max_turn_requests"),
+    # line 2: a real result whose permission_denials name two refused Bash calls (the answer
+    # says "This operation requires approval"): blocked on a human, the last of its actions
+    "claude/claudecodes-single-lines.jsonl": ("requires_action", "toolu_016VF29kybAcKAb7Xnpu1iFt"),
     "codex/new-hivemind-715-auth401-retries.jsonl": ("failed", "runtime.harness_failed"),
     "codex/new-hivemind-719-usage-limit.jsonl": (
         "retryable_failure",
@@ -710,6 +717,9 @@ def test_corpus_endings(path):
     kind, detail = CORPUS_ENDINGS.get(f"{path.parent.name}/{path.name}", ("finished", "end_turn"))
     assert ending["type"] == f"observation.{kind}"
     payload = ending["payload"]
+    if kind == "requires_action":
+        assert payload["action"] == {"kind": "custom_tool", "tool_use_id": detail}
+        return
     assert (payload["stop_reason"] if kind == "finished" else payload["error"]["type"]) == detail
 
 

@@ -590,6 +590,11 @@ def _failure(obs: dict[str, Any]) -> str:
     with the harness's stderr tail when the harness failed)."""
     error = obs.get("payload", {}).get("error") or {}
     head = f"turn ended with {obs['type']}"
+    action = obs.get("payload", {}).get("action")
+    if isinstance(action, dict):  # blocked on a human (the last of the turn's actions)
+        what = action.get("tool_use_id") or action.get("question")
+        need = "the turn needs a human (an approval or an answer)"
+        return f"{head}: {action.get('kind')} {what}: {need}"
     if not isinstance(error, dict):
         return head
     code, message = error.get("type"), error.get("message")

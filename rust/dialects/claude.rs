@@ -8,9 +8,9 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    action, cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras, msg,
-    name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta, Num,
-    Subagent, Text, ToolResult,
+    action, cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras,
+    msg, name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta,
+    Num, Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -898,7 +898,11 @@ fn result<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
 /// (an `AskUserQuestion` call: a question, with its input's `questions`), then the
 /// `deferred_tool_use` (a call a hook deferred for the host to decide).
 fn denials<'v>(v: &'v Value<'v>, ev: &mut Event<'v>) {
-    for d in v.get("permission_denials").map(Value::items).unwrap_or_default() {
+    for d in v
+        .get("permission_denials")
+        .map(Value::items)
+        .unwrap_or_default()
+    {
         if !d.is_object() {
             continue;
         }
@@ -909,14 +913,22 @@ fn denials<'v>(v: &'v Value<'v>, ev: &mut Event<'v>) {
         ev.require(action(kind, id, name, questions.filter(|_| ask)));
     }
     if let Some(d) = v.get("deferred_tool_use").filter(|d| d.is_object()) {
-        ev.require(action("approval", nonempty(d.get("id")), nonempty(d.get("name")), None));
+        ev.require(action(
+            "approval",
+            nonempty(d.get("id")),
+            nonempty(d.get("name")),
+            None,
+        ));
     }
 }
 
 /// A user line's tool results that the CLI refused to run (`tool_result_meta` entries whose
 /// `non_execution_kind` is `user-rejected` or `permission-rule`) wait for an approval.
 fn refused_results<'v>(v: &'v Value<'v>, evs: &mut [Event<'v>]) {
-    let meta = v.get("tool_result_meta").map(Value::items).unwrap_or_default();
+    let meta = v
+        .get("tool_result_meta")
+        .map(Value::items)
+        .unwrap_or_default();
     let refused: std::collections::HashSet<&str> = meta
         .iter()
         .filter(|m| {
@@ -931,7 +943,12 @@ fn refused_results<'v>(v: &'v Value<'v>, evs: &mut [Event<'v>]) {
         return;
     }
     for ev in evs.iter_mut().filter(|e| e.subtype == "tool_result") {
-        if let Some(id) = ev.tool.as_ref().and_then(|t| t.id).filter(|id| refused.contains(id)) {
+        if let Some(id) = ev
+            .tool
+            .as_ref()
+            .and_then(|t| t.id)
+            .filter(|id| refused.contains(id))
+        {
             ev.require(action("approval", Some(id), None, None));
         }
     }

@@ -562,7 +562,12 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         };
         if let Some(tool) = asks {
             // the CLI waits for the user to approve the call
-            ev.require(action("approval", nonempty(m.get("call_id")), Some(tool), None));
+            ev.require(action(
+                "approval",
+                nonempty(m.get("call_id")),
+                Some(tool),
+                None,
+            ));
         }
         out.push(ev);
         return;

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::dialects::claude::content_events;
 use crate::event::{
-    action, cache_writes, classify, error, line_extras, msg, nonempty, status, tool_call, tool_result,
-    usage, Event, LineMeta, Num, Text, ToolResult,
+    action, cache_writes, classify, error, line_extras, msg, nonempty, status, tool_call,
+    tool_result, usage, Event, LineMeta, Num, Text, ToolResult,
 };
 use crate::value::Value;
 

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use crate::dialect::Dialect;
 use crate::event::{
-    action, cache_writes, classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty, or_str,
-    reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
+    action, cache_writes, classify, error, http_kind, line_extras, msg, name_or_unknown, nonempty,
+    or_str, reasoning_tokens, status, tool_call, tool_result, usage, Event, LineMeta, Num, Text,
     ToolResult, NULL,
 };
 use crate::value::Value;
@@ -91,7 +91,12 @@ fn tool<'v>(p: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
     } else {
         ToolResult::Text
     });
-    if st == Some("error") && result.text.as_deref().is_some_and(|t| t.starts_with(REJECTED)) {
+    if st == Some("error")
+        && result
+            .text
+            .as_deref()
+            .is_some_and(|t| t.starts_with(REJECTED))
+    {
         // a permission the run could not ask for: auto-rejected (opencode #44267)
         let tool = p.and_then(|p| nonempty(p.get("tool")));
         result.require(action("approval", nonempty(cid), tool, None));

@@ -142,6 +142,12 @@ AUTO_DECIDE_LINES = 8
 AUTO_DECIDE_BYTES = 1 << 20
 AUTO_FALLBACK = FALLBACK  # auto's own fallback dialect
 _AUTO = frozenset({"auto"})
+# a blocked turn (docs/oneshot.md section 4): at most this many pending actions are remembered
+# (one ``observation.requires_action`` each); a question keeps at most 4 items of 32 options
+MAX_ACTIONS = 32
+MAX_QUESTION_ITEMS = 4
+MAX_QUESTION_OPTIONS = 32
+_ITEM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_HELD_CHUNKS = 1_024
 MAX_HELD_CHARS = 1 << 20
 MAX_REMEMBERED = 4_096
@@ -287,6 +293,9 @@ class _Fold:
         self.proposed: dict[Any, list[Any]] = {}  # tool id -> file changes applied on success
         self.last_call: str | None = None  # digest of the last tool call's name and arguments
         self.repeat_run = 0  # how many calls in a row had that digest
+        # what the turn waits for (``requiresAction`` entries), by tool use id, in order
+        self.actions: dict[str, dict[str, Any]] = {}
+        self.actions_dropped = 0
 
     # -- output -------------------------------------------------------------------------------
     def emit(self, obs: Observation) -> None:
@@ -407,6 +416,8 @@ class _Fold:
             self.subagent(e["subagent"])
         if kind == "usage":
             self.usage(e)
+        if isinstance(e.get("requiresAction"), list):
+            self.require(e, n)
         if kind == "status" and subtype in ("result", "turn_completed"):
             if e.get("repeatsError") is True:
                 return  # repeats a message whose error event came before: that one stands
@@ -491,8 +502,26 @@ class _Fold:
         payload.update(sub)
         self.emit({"type": "observation.tool_use", "payload": payload})
 
+    def require(self, e: dict[str, Any], n: int) -> None:
+        """The event's ``requiresAction`` entries: pending actions, one per tool use id (a later
+        entry for the same call replaces an approval by a question, never the reverse)."""
+        for i, entry in enumerate(e["requiresAction"]):
+            entry = _dict(entry)
+            key = _str(entry.get("toolUseId")) or f"checkfu:{e.get('position')}:{n}:{i}"
+            known = self.actions.get(key)
+            if known is not None:
+                if entry.get("kind") == "question" and known.get("kind") != "question":
+                    self.actions[key] = entry
+            elif len(self.actions) < MAX_ACTIONS:
+                self.actions[key] = entry
+            else:
+                self.actions_dropped += 1
+
     def tool_result(self, e: dict[str, Any], n: int, sub: dict[str, Any]) -> None:
         tool = _dict(e.get("tool"))
+        ran = tool.get("isError") is False and "requiresAction" not in e
+        if ran and isinstance(tool.get("id"), str):
+            self.actions.pop(tool["id"], None)  # the call ran after all (it was answered)
         proposed = self.proposed.pop(tool.get("id"), None)
         if proposed is not None and tool.get("isError") is False:
             for change in proposed:  # a successful result applies the call's file changes
@@ -714,6 +743,7 @@ class Observer:
         self._session_id: str | None = None
         self._json_seen = False
         self.stop: str | None = None  # set by a caller that stopped the turn (a budget)
+        self._requires_action: list[dict[str, Any]] | None = None
         self._usage_final: dict[str, Any] | None = None
         if contract["output_mode"] == "text":
             self._text = _TextOutput()
@@ -814,7 +844,8 @@ class Observer:
             self._json_seen = True
 
     def finish(self, process: Any = None) -> list[Observation]:
-        """The remaining observations, ending with exactly one ending observation."""
+        """The remaining observations, ending with exactly one ending observation, or with the
+        ``observation.requires_action`` observations of a turn blocked on a human."""
         if self._finished:
             raise ValueError("finish() called twice")
         self._finished = True
@@ -843,20 +874,30 @@ class Observer:
             elif fold.last_main_message is not None:
                 last_response = fold.last_main_message
         ending = _ending(self._fold, process, self.stop)
+        endings = [ending]
         if (
             ending["type"] == "observation.finished"
             and ending["payload"]["stop_reason"] == "end_turn"
             and self._fold is not None
             and (process is None or process.spawn_error is None)
         ):
-            silent = self._silent_success(last_response)
-            if silent is not None:
-                ending = {
-                    "type": "observation.failed",
-                    "payload": {"error": _error("runtime.harness_failed", silent)},
-                }
-        out.append(ending)
-        self._retry = _retry_time(self._fold, process, ending)
+            if self._fold.actions:  # blocked on a human: the actions, not a success
+                endings = [
+                    {"type": "observation.requires_action", "payload": {"action": action}}
+                    for action in _actions(self._fold.actions)
+                ]
+                self._requires_action = [o["payload"]["action"] for o in endings]
+            else:
+                silent = self._silent_success(last_response)
+                if silent is not None:
+                    endings = [
+                        {
+                            "type": "observation.failed",
+                            "payload": {"error": _error("runtime.harness_failed", silent)},
+                        }
+                    ]
+        out += endings
+        self._retry = _retry_time(self._fold, process, endings[-1])
         prior = self._request.prior_state
         self._state = {
             "schema_version": 1,
@@ -884,6 +925,19 @@ class Observer:
                 "completed turn, no error) and without an answer"
             )
         return None
+
+    @property
+    def requires_action(self) -> list[dict[str, Any]] | None:
+        """The actions a blocked turn ended with (the ``action`` of each
+        ``observation.requires_action``), else ``None``; valid after finish()."""
+        if self._requires_action is None:
+            return None
+        return self._redact_actions(self._requires_action)
+
+    def _redact_actions(self, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._redact is None:
+            return copy.deepcopy(actions)
+        return [redact_payload(a, self._redact) for a in actions]
 
     @property
     def session_id(self) -> str | None:
@@ -1019,6 +1073,62 @@ def _ending(fold: _Fold | None, process: Any, stop: str | None = None) -> Observ
     if ending != "finished":
         return {"type": f"observation.{ending}", "payload": payload}
     return _finished(fold, process, payload.get("stop_reason"))
+
+
+def _actions(pending: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The seed's actions for a blocked turn's pending ``requiresAction`` entries, in order: a
+    question with at least one usable item is ``question`` (``qst_`` + the digest of its tool use
+    id; at most ``MAX_QUESTION_ITEMS`` items), anything else ``custom_tool`` with the call's
+    tool use id (the schema's ``action_approval`` needs platform ids a CLI never gives)."""
+    out = []
+    for key, entry in pending.items():
+        tool_use_id = cut(key, MAX_NAME)
+        items = _question_items(entry.get("questions")) if entry.get("kind") == "question" else []
+        if items:
+            question = digest_id("qst_", key)
+            out.append({"kind": "question", "question": question, "items": items})
+        else:
+            out.append({"kind": "custom_tool", "tool_use_id": tool_use_id})
+    return out
+
+
+def _question_items(questions: Any) -> list[dict[str, Any]]:
+    """``requiresAction.questions`` (``[{id?, header?, question, options?: [{label,
+    description?} | label], multiSelect?}]``) as the seed's question items: those with a
+    non-empty ``question``, at most ``MAX_QUESTION_ITEMS``; an ``id`` that is not 1-64 of
+    ``A-Za-z0-9_-`` becomes ``q<n>``; at most ``MAX_QUESTION_OPTIONS`` options with a label."""
+    items: list[dict[str, Any]] = []
+    for q in _list(questions):
+        if len(items) >= MAX_QUESTION_ITEMS:
+            break
+        q = _dict(q)
+        prompt = _str(q.get("question"))
+        if prompt is None:
+            continue
+        qid = q.get("id")
+        item: dict[str, Any] = {
+            "id": qid if isinstance(qid, str) and _ITEM_ID.fullmatch(qid) else f"q{len(items) + 1}",
+            "prompt": cut(prompt, MAX_MESSAGE),
+        }
+        header = _str(q.get("header"))
+        if header is not None:
+            item["header"] = cut(header, MAX_MESSAGE)
+        options = []
+        for o in _list(q.get("options")):
+            label = _str(o) or _str(_dict(o).get("label"))
+            if label is None:
+                continue
+            option = {"label": cut(label, MAX_MESSAGE)}
+            description = _str(_dict(o).get("description"))
+            if description is not None:
+                option["description"] = cut(description, MAX_MESSAGE)
+            options.append(option)
+            if len(options) >= MAX_QUESTION_OPTIONS:
+                break
+        item["options"] = options
+        item["allow_multiple"] = q.get("multiSelect") is True
+        items.append(item)
+    return items
 
 
 def _retry_time(

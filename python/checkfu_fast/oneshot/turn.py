@@ -67,6 +67,8 @@ class TurnResult:
     usage: dict[str, Any] | None = None
     session_id: str | None = None  # the CLI's session id (the events' last sessionId)
     stopped_by: str | None = None  # the TurnBudget limit that stopped the turn ("budget.usd", ...)
+    # a turn blocked on a human: the action of each observation.requires_action it ended with
+    requires_action: list[dict[str, Any]] | None = None
 
     @functools.cached_property
     def exchange(self) -> dict[str, Any]:
@@ -364,8 +366,9 @@ class TurnStream:
                     spawn_error_message=self._redact(message) if message is not None else None,
                 )
             last = self._observer.finish(process)
-            for i, obs in enumerate(last):
-                self._keep(obs, ending=i == len(last) - 1)
+            for i, obs in enumerate(last):  # the ending (or a blocked turn's actions) is kept
+                blocked = obs["type"] == "observation.requires_action"
+                self._keep(obs, ending=blocked or i == len(last) - 1)
             state = self._observer.state
             exchange = self._exchange
             exchange["resulting_state"] = state
@@ -382,6 +385,7 @@ class TurnStream:
                 usage=getattr(self._observer, "usage", None),  # (a stand-in fold may lack them)
                 session_id=getattr(self._observer, "session_id", None),
                 stopped_by=self._stopped_by,
+                requires_action=getattr(self._observer, "requires_action", None),
             )
         except BaseException as exc:  # handed to the consumer
             self._error = exc
