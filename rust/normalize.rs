@@ -185,6 +185,80 @@ pub fn prepare<'a>(
     ))
 }
 
+/// `collapse_junk` (docs/events.md, "Collapsed junk"): of a run of consecutive lines that are
+/// not JSON objects (blank lines aside), only the first line of each kind gives its event:
+/// `status/non_json`, a JSON scalar's `status/unknown`, and each framing error
+/// (`invalid_json`, `invalid_utf8`, `line_too_long`, `too_deep`, `too_many_nodes`). The
+/// others are counted in [`Collapse::collapsed`]. A line that is a JSON object ends the run.
+/// A flood of junk then costs the framing and a look at each line, not an event per line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Collapse {
+    /// The kinds the current run has given an event for (bits of [`Collapse::kind`]).
+    seen: u8,
+    /// Lines whose events were left out.
+    pub collapsed: u64,
+}
+
+impl Collapse {
+    const NON_JSON: u8 = 1;
+
+    /// The junk kind of a prepared line (`None`: a JSON object, which ends a run).
+    fn kind(p: &Prepared<'_>) -> Option<u8> {
+        match p {
+            Prepared::Parsed { value, .. } => (!value.is_object()).then_some(1 << 7),
+            Prepared::Fail { event, .. } => Some(match event.subtype.as_ref() {
+                "non_json" => Self::NON_JSON,
+                "invalid_json" => 1 << 1,
+                "invalid_utf8" => 1 << 2,
+                "line_too_long" => 1 << 3,
+                "too_deep" => 1 << 4,
+                "too_many_nodes" => 1 << 5,
+                _ => 1 << 6,
+            }),
+        }
+    }
+
+    /// Whether the prepared line `p` gives its events (else it is counted as collapsed).
+    pub fn keep(&mut self, p: &Prepared<'_>) -> bool {
+        match Self::kind(p) {
+            None => {
+                self.seen = 0;
+                true
+            }
+            Some(k) if self.seen & k != 0 => {
+                self.collapsed += 1;
+                false
+            }
+            Some(k) => {
+                self.seen |= k;
+                true
+            }
+        }
+    }
+
+    /// Whether a line is surely one more `non_json` line of a run that already gave one (its
+    /// first non-blank byte is ASCII and starts no JSON value, and it is UTF-8): left out
+    /// without being prepared. Exactly what [`prepare`] then [`Collapse::keep`] would decide.
+    pub fn skip(&mut self, data: &[u8], total: Option<u64>) -> bool {
+        if self.seen & Self::NON_JSON == 0 || total.is_some() {
+            return false;
+        }
+        let Some(&first) = data.iter().find(|&&c| !is_blank_byte(c)) else {
+            return false; // blank: prepare gives nothing, the run goes on
+        };
+        let junk = first.is_ascii()
+            && !matches!(
+                first,
+                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+            )
+            && simdutf8::basic::from_utf8(data).is_ok();
+        if junk {
+            self.collapsed += 1;
+        }
+        junk
+    }
+}
+
 /// One line's events with everything the output needs.
 #[derive(Debug)]
 pub struct LineEvents<'v> {
@@ -334,6 +408,8 @@ pub struct Engine {
     tentative: Option<AnyDialect>,
     finished: bool,
     stream_error: Option<StreamError>,
+    /// `collapse_junk` ([`Collapse`]), applied in stream order by [`crate::sink::items`].
+    pub collapse: Option<Collapse>,
 }
 
 impl Engine {
@@ -348,6 +424,7 @@ impl Engine {
             tentative: None,
             finished: false,
             stream_error: None,
+            collapse: None,
         }
     }
 

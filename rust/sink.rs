@@ -45,16 +45,18 @@ pub trait Sink {
 /// Map the `items` framed from `chunk` and hand their lines to `sink`, the fallback notice
 /// before the first held line.
 pub fn items<S: Sink>(
-    engine: &Engine,
+    engine: &mut Engine,
     items: &[Item],
     chunk: &[u8],
     seq: &mut u64,
     sink: &mut S,
 ) -> Result<(), S::Error> {
-    let Some(dialect) = engine.dialect() else {
+    let Some(dialect) = engine.dialect().cloned() else {
         return Ok(());
     };
+    let dialect = &dialect;
     let budget = &engine.budget;
+    let collapse = &mut engine.collapse;
     let group_max = sink.group_bytes();
     let mut start = 0;
     while start < items.len() {
@@ -69,10 +71,25 @@ pub fn items<S: Sink>(
         let group = items.get(start..end).unwrap_or_default();
         type Ready<'c> = Vec<(Option<Prepared<'c>>, &'c Item)>;
         let prepared: Ready<'_> = sink.work(bytes, || {
-            group
-                .iter()
-                .map(|it| Ok((prepare(it.span.bytes(chunk), it.span.total, budget)?, it)))
-                .collect::<Result<_, OutOfMemory>>()
+            let mut ready = Vec::with_capacity(group.len());
+            for it in group {
+                let data = it.span.bytes(chunk);
+                // collapse_junk: a run's repeated junk is left out, in stream order (the first
+                // held line, which the fallback notice goes before, is never a repeat)
+                if let Some(c) = collapse.as_mut() {
+                    if it.fallback.is_none() && c.skip(data, it.span.total) {
+                        continue;
+                    }
+                }
+                let p = prepare(data, it.span.total, budget)?;
+                if let (Some(c), Some(p)) = (collapse.as_mut(), p.as_ref()) {
+                    if !c.keep(p) && it.fallback.is_none() {
+                        continue;
+                    }
+                }
+                ready.push((p, it));
+            }
+            Ok::<_, OutOfMemory>(ready)
         })?;
         let mapped = sink.work(bytes, || -> Vec<(LineEvents<'_>, Option<usize>)> {
             prepared

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import checkfu_fast
 from checkfu_fast.oneshot import (
     TurnRequest,
     minimal_environment,
@@ -33,6 +35,7 @@ CONTAINED = pytest.mark.skipif(
     not pid_namespace_available(), reason="this machine allows no PID namespace"
 )
 PYTHONPATH = os.pathsep.join(p for p in sys.path if p)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _importable_as(user: int) -> bool:
@@ -374,6 +377,7 @@ def test_stream_json_reads_at_the_pipes_speed_and_the_cap_wins_over_the_deadline
     assert r.process.output_truncated and len(r.process.stdout) == 4 << 20
     assert r.observations[-1]["payload"]["error"]["type"] == "validation.payload_too_large"
     assert r.process.wall_time_ms < 2500  # killed at the cap, well before the deadline
+    assert not r.process.timed_out  # and the fold of the junk caught up before it (collapsed)
 
 
 PEAK_SCRIPT = """
@@ -418,7 +422,8 @@ def test_observe_replays_a_stored_stdout_in_pieces():
 def test_a_turn_holds_at_most_the_cap_and_16_mib(mode):
     """run_turn on `yes` to the default 64 MiB cap: the stored stdout once (the exchange's
     decoded copy is made on access), at most 2 MiB queued for the fold, the fold's pieces
-    (stream_json: its deadline, 8 s, stops the fold of 33 million junk lines)."""
+    (stream_json: 33 million junk lines, collapsed, folded within the 8 s deadline or cut by it
+    on a loaded machine)."""
     body = (
         "r = run_turn(contract, TurnRequest('go'), deadline_s=8)\n"
         "assert r.process.output_truncated and len(r.process.stdout) == 64 << 20\n"
@@ -441,3 +446,92 @@ def test_a_turn_keeps_a_bounded_number_of_observations():
     assert r.observations_dropped == n + 2 - MAX_KEPT_OBSERVATIONS
     assert r.observations[-1]["type"] == "observation.finished"
     assert r.observations[-2]["payload"]["content"] == f"m{MAX_KEPT_OBSERVATIONS - 3}"
+
+
+# -- a junk flood folds at the pipe's pace (collapse_junk) ---------------------------------------
+
+JUNK_LINES = [b"y", b"{y", b"\xff\xfe", b"1", b'"s"', b"  ", b"", b"\x1b[0m progress", b"[1,"]
+
+
+def _with_junk(stdout: bytes, rng: random.Random) -> bytes:
+    """``stdout`` with runs of junk lines (every kind, blank lines among them) put between
+    its lines at random: between deltas, before the result, at both ends."""
+    out = []
+    for line in [*stdout.splitlines(keepends=True), b""]:
+        if rng.random() < 0.5:
+            out += [rng.choice(JUNK_LINES) + b"\n" for _ in range(rng.randint(1, 6))]
+        out.append(line)
+    return b"".join(out)
+
+
+def _vectors() -> list[tuple[dict, TurnRequest, bytes]]:
+    found = []
+    for path in sorted((ROOT / "vectors" / "oneshot").glob("*.json")):
+        for v in json.loads(path.read_text())["vectors"]:
+            ex = v["exchange"]
+            if v["authoring"]["output_mode"] != "stream_json" or ex["stdout"] is None:
+                continue
+            contract = validate_contract(v["authoring"])
+            request = TurnRequest(ex["prompt"], ex["prior_state"], ex["output_schema"])
+            found.append((contract, request, ex["stdout"].encode("utf-8", "surrogatepass")))
+    return found
+
+
+@pytest.mark.parametrize("implementation", ["native", "reference"])
+def test_collapsed_junk_folds_to_the_same_observations(monkeypatch, implementation):
+    """The oneshot fold gets each run of junk lines as its first line of each kind: every
+    oneshot vector's stdout with junk runs put between its lines (each chunking) gives the same
+    observations and state as with an event for every junk line."""
+    from checkfu_fast import Normalizer, reference
+    from checkfu_fast.oneshot.observe import Observer
+
+    def every_line(self, dialect):
+        if self._implementation == "reference":
+            return reference.Normalizer(dialect)
+        return Normalizer(dialect)
+
+    rng = random.Random(22)
+    cases = [(c, r, _with_junk(out, rng)) for c, r, out in _vectors() for _ in range(2)]
+    assert len(cases) > 40
+    collapsed = [observe(c, r, out, implementation=implementation) for c, r, out in cases]
+    monkeypatch.setattr(Observer, "_make_normalizer", every_line)
+    for (c, r, out), want in zip(cases, collapsed, strict=True):
+        assert observe(c, r, out, implementation=implementation) == want
+
+
+def test_collapse_junk_is_the_same_on_both_twins_in_any_chunking():
+    """collapse_junk gives the same events and count on both twins whatever the chunking: the
+    events of the lines it keeps (numbered densely), every other line counted."""
+    from checkfu_fast import Normalizer, reference
+
+    rng = random.Random(23)
+    claude = (ROOT / "vectors" / "samples" / "claude-api-error.jsonl").read_bytes()
+    for _ in range(30):
+        data = _with_junk(claude, rng)
+        runs = []
+        for make in (Normalizer, reference.Normalizer):
+            n = make("auto", collapse_junk=True)
+            cut = sorted(rng.sample(range(len(data)), 5))
+            pieces = [data[a:b] for a, b in zip([0, *cut], [*cut, len(data)], strict=True)]
+            events = [e for p in pieces for e in n.feed(p)] + n.finish()
+            runs.append((events, n.collapsed_lines))
+        assert runs[0] == runs[1]
+        events, collapsed = runs[0]
+        full = checkfu_fast.normalize(data, "auto")
+        # every line is accounted for: an event, or counted as collapsed
+        assert len({e["position"] for e in full}) == len({e["position"] for e in events}) + (
+            collapsed
+        )
+        kept = {e["position"] for e in events}
+        assert [{**e, "seq": 0} for e in full if e["position"] in kept] == [
+            {**e, "seq": 0} for e in events
+        ]
+
+
+def test_a_junk_flood_is_folded_before_the_deadline():
+    """`yes` (33 million junk lines) to the default 64 MiB cap with a 60 s deadline: the fold
+    catches up long before it (it folded 0.35 MiB/s, so the deadline cut it: timed_out)."""
+    r = run_turn(YES_CONTRACT, TurnRequest("go"), deadline_s=60, **FAST)
+    assert r.process.output_truncated and len(r.process.stdout) == 64 << 20
+    assert not r.process.timed_out
+    assert r.observations[-1]["payload"]["error"]["type"] == "validation.payload_too_large"

@@ -453,6 +453,11 @@ class Normalizer:
     share between threads: concurrent calls are serialized (each chunk is framed whole, in the
     order the calls got the lock). If memory runs out, ``MemoryError`` is raised (never an abort)
     and later calls raise ``ValueError``: the stream state is lost.
+
+    ``collapse_junk=True`` (docs/events.md, "Collapsed junk"): of a run of consecutive lines
+    that are not JSON objects (blank lines aside), only the first line of each kind gives its
+    event; :attr:`collapsed_lines` counts the others. A flood of junk lines then costs no
+    event per line (the oneshot fold uses it: there such a line only ends a joined delta).
     """
 
     def __init__(
@@ -464,6 +469,7 @@ class Normalizer:
         max_nodes: int = 1_000_000,
         source: str | None = None,
         fields: str | Sequence[str] | None = None,
+        collapse_junk: bool = False,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
         if source is not None and not isinstance(source, str):
@@ -478,11 +484,25 @@ class Normalizer:
                 max_depth=max_depth,
                 max_nodes=max_nodes,
                 fields=keep,
+                collapse_junk=collapse_junk,
             )
         else:
             self._inner = _native.Normalizer(
-                _native_dialect(dialect), max_line_bytes, max_depth, max_nodes, source, keep
+                _native_dialect(dialect),
+                max_line_bytes,
+                max_depth,
+                max_nodes,
+                source,
+                keep,
+                bool(collapse_junk),
             )
+
+    @property
+    def collapsed_lines(self) -> int:
+        """With ``collapse_junk``: how many lines so far gave no event (0 without it)."""
+        if _native is None:  # pragma: no cover
+            return int(self._inner.collapsed_lines)
+        return int(self._inner.collapsed)
 
     def feed_jsonl(self, chunk: bytes) -> bytes:
         """:meth:`feed`, the events as JSONL bytes (written by the core, GIL released)."""

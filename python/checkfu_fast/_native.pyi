@@ -185,7 +185,11 @@ class Normalizer:
         max_nodes: int = 1000000,
         source: str | None = None,
         fields: _Fields = None,
+        collapse_junk: bool = False,
     ) -> Self: ...
+    @property
+    def collapsed(self) -> int:
+        """With ``collapse_junk``: the lines whose events were left out so far."""
     def feed(self, chunk: bytes) -> list[dict[str, Any]]: ...
     def finish(self) -> list[dict[str, Any]]: ...
     def feed_jsonl(self, chunk: bytes) -> bytes:

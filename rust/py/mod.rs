@@ -17,7 +17,7 @@ use crate::dialect::{AnyDialect, NameError, DIALECTS};
 use crate::fields::{Sel, FIELDS};
 use crate::jsonl;
 use crate::mapping::Mapping;
-use crate::normalize::{Engine, LineEvents};
+use crate::normalize::{Collapse, Engine, LineEvents};
 use crate::sink::{self, Sink};
 use crate::split;
 
@@ -555,7 +555,7 @@ impl Normalizer {
 #[pymethods]
 impl Normalizer {
     #[new]
-    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None))]
+    #[pyo3(signature = (dialect, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None, collapse_junk = false))]
     fn new(
         dialect: &Bound<'_, PyAny>,
         max_line_bytes: i64,
@@ -563,14 +563,19 @@ impl Normalizer {
         max_nodes: i64,
         source: Option<&str>,
         fields: Option<&Bound<'_, PyAny>>,
+        collapse_junk: bool,
     ) -> PyResult<Self> {
         let sel = fields_arg(fields)?;
+        let mut engine = Engine::new(
+            dialect_arg(dialect)?,
+            budget_arg(max_line_bytes, max_depth, max_nodes)?,
+        );
+        if collapse_junk {
+            engine.collapse = Some(Collapse::default());
+        }
         Ok(Normalizer {
             state: Mutex::new(State {
-                engine: Engine::new(
-                    dialect_arg(dialect)?,
-                    budget_arg(max_line_bytes, max_depth, max_nodes)?,
-                ),
+                engine,
                 seq: 0,
                 failed: false,
                 writer: jsonl::LineWriter::new(source, sel),
@@ -578,6 +583,13 @@ impl Normalizer {
                 sel,
             }),
         })
+    }
+
+    /// With `collapse_junk`: the lines whose events were left out so far (rust/normalize.rs
+    /// `Collapse`); 0 without it.
+    #[getter]
+    fn collapsed(&self, py: Python<'_>) -> u64 {
+        self.lock(py).engine.collapse.map_or(0, |c| c.collapsed)
     }
 
     /// `feed`, but the events as JSONL bytes written by the core (GIL released).

@@ -158,7 +158,8 @@ class Normalizer:
 
     Safe to share between threads, as the native one: calls are serialized by a lock, so each
     chunk is framed whole, in the order the calls got the lock. After a ``MemoryError`` every
-    later call raises ``ValueError``.
+    later call raises ``ValueError``. ``collapse_junk``: as the native one (docs/events.md,
+    "Collapsed junk"), the lines left out counted in ``collapsed_lines``.
     """
 
     def __init__(
@@ -169,6 +170,7 @@ class Normalizer:
         max_depth: int = 64,
         max_nodes: int = 1_000_000,
         fields: Any = None,
+        collapse_junk: bool = False,
     ) -> None:
         check_options(dialect, max_line_bytes, max_depth, max_nodes)
         self._keep = resolve_fields(fields)
@@ -184,6 +186,9 @@ class Normalizer:
         self._finished = False
         self._failed = False
         self._lock = threading.Lock()
+        self._collapse = bool(collapse_junk)
+        self._junk_seen: set[str] = set()  # the junk kinds the current run gave an event for
+        self.collapsed_lines = 0
 
     def feed(self, chunk: bytes) -> list[Event]:
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
@@ -283,7 +288,26 @@ class Normalizer:
         self._seq += 1
         out.append(ev if self._keep is None else project(ev, size, self._keep))
 
+    def _collapsed(self, p: Prepared) -> bool:
+        """``collapse_junk``: whether ``p`` repeats a junk kind of the current run (a line
+        that is not a JSON object: its framing event's subtype, or a scalar); an object line
+        ends the run."""
+        if p.event is not None:
+            kind = p.event["subtype"]
+        elif not isinstance(p.value, dict):
+            kind = "scalar"
+        else:
+            self._junk_seen.clear()
+            return False
+        if kind in self._junk_seen:
+            self.collapsed_lines += 1
+            return True
+        self._junk_seen.add(kind)
+        return False
+
     def _emit(self, p: Prepared, out: list[Event]) -> None:
+        if self._collapse and self._collapsed(p):
+            return
         module = self._dialect
         dialect = module.NAME
         if p.event is not None:
