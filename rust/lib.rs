@@ -28,6 +28,7 @@ pub mod sink;
 pub mod sniff;
 pub mod split;
 pub mod text;
+pub mod usage;
 pub mod value;
 
 #[cfg(feature = "python")]

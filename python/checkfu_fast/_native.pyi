@@ -21,6 +21,7 @@ __all__ = [
     "_normalize_range",
     "_normalize_range_arrow",
     "_split_plan",
+    "_usage_fold_files",
     "arrow_columns",
     "normalize",
     "normalize_arrow",
@@ -171,6 +172,18 @@ def validate_journal(
 ) -> list[dict[str, Any]]: ...
 def parse_retry(message: str) -> tuple[str | None, int | None]:
     """``(retryAt, retryAfterMs)`` stated by an error message (rust/retry.rs)."""
+
+def _usage_fold_files(
+    files: list[tuple[str, str | None]],
+    dialect: str | Mapping,
+    max_line_bytes: int,
+    max_depth: int,
+    max_nodes: int,
+    jobs: int | None = None,
+) -> list[tuple[tuple[Any, ...], int, int] | None]:
+    """Each ``(path, project)`` folded on its own by the core (rust/usage.rs), on ``jobs``
+    threads, the GIL released: ``(summary, known, unknown)`` (``usage.StreamSummary.of`` takes
+    the summary), or None where the Python fold must read the file."""
 
 @final
 class Normalizer:

@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
-from . import Normalizer
+from . import Normalizer, _native_dialect
 from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
 from .paths import empty_dirs, expand, walk
 from .progress import Progress, wanted
-from .usage import DIMENSIONS, UsageFold
+from .usage import DIMENSIONS, StreamSummary, UsageFold
 
 # the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
 # the core for these only (``text`` for codex's ``turn_context`` model)
@@ -53,6 +53,10 @@ FOLD_FIELDS = (
     "sidechain",
     "cwd",
 )
+# files folded by the core at a time (on every core), merged in order before the next
+BATCH = 64
+# Normalizer's default budgets (max_line_bytes, max_depth, max_nodes)
+BUDGET = (64 << 20, 64, 1_000_000)
 # bytes fed at a time: the events of one feed are alive together, and 64 KiB of 2-byte lines
 # is 32k event dicts (1 MiB was 512k: a 1.1 GB peak on a short-line gzip bomb)
 CHUNK = 1 << 16
@@ -217,6 +221,65 @@ def fold_stream(
     take(n.finish())
     fold.end_stream()
     return known, unknown
+
+
+def fold_files(
+    fold: UsageFold,
+    names: list[str],
+    dialect: Any = "auto",
+    progress: Progress | None = None,
+    jobs: int | None = None,
+) -> Iterator[tuple[str, tuple[int, int] | None]]:
+    """Fold the files ``names`` in order: each stream is folded by the core
+    (``_native._usage_fold_files``: every core, the GIL released, no event dicts) into its
+    :class:`~checkfu_fast.usage.StreamSummary`, which is merged here. Yields, per name in
+    order, ``(name, (known, unknown))`` once it is merged, or ``(name, None)`` where the caller
+    must fold it itself (:func:`fold_stream`): ``-``, a file the core could not read (the
+    caller then meets the same error) or one with what only the Python fold reads right, and
+    every file when the core is absent. A name is yielded before the next batch is read, so
+    the caller's fold stays in file order."""
+    native = _native_module()
+    i = 0
+    while i < len(names):
+        if names[i] == "-" or native is None:
+            yield names[i], None
+            i += 1
+            continue
+        batch: list[str] = []
+        while i < len(names) and names[i] != "-" and len(batch) < BATCH:
+            batch.append(names[i])
+            i += 1
+        results = native._usage_fold_files(
+            [(n, claude_project(n)) for n in batch],
+            _native_dialect(dialect),
+            *BUDGET,
+            jobs,
+        )
+        for name, res in zip(batch, results, strict=True):
+            if res is None:
+                yield name, None
+                continue
+            summary, known, unknown = res
+            fold.merge(StreamSummary.of(summary))
+            if progress is not None:
+                progress.read(_size(name))
+            yield name, (known, unknown)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _native_module() -> Any:
+    """The core, or None where the package runs on the reference (it could not be loaded)."""
+    try:
+        from . import _native as native
+    except ImportError:  # pragma: no cover - the package falls back to the reference
+        return None
+    return native
 
 
 def claude_project(path: str) -> str | None:
@@ -469,15 +532,16 @@ def main(args: argparse.Namespace) -> int:
         names = list(iter_files(paths))
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
-    for name in names:
+    dialect = args.dialect if args.dialect is not None else "auto"
+    for name, done in fold_files(fold, names, dialect, progress):
         try:
-            if name == "-":
-                known, unknown = fold_stream(fold, sys.stdin.buffer, args.dialect, progress)
+            if done is not None:
+                known, unknown = done
+            elif name == "-":
+                known, unknown = fold_stream(fold, sys.stdin.buffer, dialect, progress)
             else:
                 with open_input(name) as f:
-                    known, unknown = fold_stream(
-                        fold, f, args.dialect, progress, claude_project(name)
-                    )
+                    known, unknown = fold_stream(fold, f, dialect, progress, claude_project(name))
             files += 1
             if explicit and unknown and not known:
                 progress.clear()

@@ -250,10 +250,15 @@ class _Acc:
 
     def add(self, r: _Rec, est: float | None) -> None:
         self.readings += 1
-        for k in _COUNTS:
-            v = getattr(r, k)
-            if v is not None:
-                setattr(self, k, getattr(self, k) + v)
+        v = r.inputTokens
+        if v is not None:
+            self.inputTokens += v
+        v = r.outputTokens
+        if v is not None:
+            self.outputTokens += v
+        v = r.cachedTokens
+        if v is not None:
+            self.cachedTokens += v
         if r.costUsd is not None:
             self.n_reported += 1
             self.reported += r.costUsd
@@ -264,10 +269,16 @@ class _Acc:
             self.unpriced.add(r.model)  # tokens (or unknown counts) and no cost
         else:
             self.n_free += 1  # nothing to price: it does not decide the source
-        for slot, key in _PARTS:
-            v = getattr(r, slot)
-            if v is not None:
-                self.parts[key] = self.parts.get(key, 0) + v
+        parts = self.parts
+        v = r.reasoning
+        if v is not None:
+            parts["reasoningTokens"] = parts.get("reasoningTokens", 0) + v
+        v = r.cacheWrite
+        if v is not None:
+            parts["cacheWriteTokens"] = parts.get("cacheWriteTokens", 0) + v
+        v = r.cacheWrite1h
+        if v is not None:
+            parts["cacheWrite1hTokens"] = parts.get("cacheWrite1hTokens", 0) + v
 
     def merge(self, other: _Acc) -> None:
         for k in ("inputTokens", "outputTokens", "cachedTokens", "reported", "estimated"):
@@ -428,7 +439,8 @@ class _Agg:
         local = (
             datetime.fromtimestamp(r.ts, self.tz) if r.ts is not None and _in_range(r.ts) else None
         )
-        day = local.strftime("%Y-%m-%d") if local is not None else _UNKNOWN
+        # (years 1970..9999: isoformat is strftime's %Y-%m-%d)
+        day = local.date().isoformat() if local is not None else _UNKNOWN
         if self.since is not None or self.until is not None:
             if local is None:
                 return  # a window is asked for: readings without a time are outside it
@@ -438,11 +450,11 @@ class _Agg:
                 return
         est = self.estimate(r)
         self.total.add(r, est)
-        self.models.setdefault(r.model, _Acc()).add(r, est)
-        self.sessions.setdefault(session, _Acc()).add(r, est)
-        self.days.setdefault(day, _Acc()).add(r, est)
+        _acc(self.models, r.model).add(r, est)
+        _acc(self.sessions, session).add(r, est)
+        _acc(self.days, day).add(r, est)
         if self.keep_times and local is not None and r.ts is not None:
-            self.times.setdefault(int(r.ts), _Acc()).add(r, est)
+            _acc(self.times, int(r.ts)).add(r, est)
         if not self.by:
             return
         key = []
@@ -452,9 +464,17 @@ class _Agg:
             key.append(_dim_value(dim, session, r, local, day))
         if "block" in self.by:
             sec = int(r.ts) if local is not None and r.ts is not None else -1
-            self.timeline.setdefault((sec, tuple(key)), _Acc()).add(r, est)
+            _acc(self.timeline, (sec, tuple(key))).add(r, est)
         else:
-            self.rows.setdefault(tuple(key), _Acc()).add(r, est)
+            _acc(self.rows, tuple(key)).add(r, est)
+
+
+def _acc(table: dict[Any, _Acc], key: Any) -> _Acc:
+    """``table[key]``, a new total the first time."""
+    a = table.get(key)
+    if a is None:
+        a = table[key] = _Acc()
+    return a
 
 
 def _in_range(ts: float) -> bool:
@@ -530,6 +550,67 @@ class StreamSummary:
         self.session = _UNKNOWN
         self.dialect = _UNKNOWN
         self.had_usage = False
+
+    @classmethod
+    def of(cls, t: Sequence[Any]) -> StreamSummary:
+        """A summary from its tuple form (:meth:`as_tuple`; lists for tuples too, as JSON
+        gives them back): what the core's fold (``_native._usage_fold_files``) returns."""
+        counters, readings, files, ending, session, dialect, had_usage = t
+        out = cls()
+        out.counters = [(c[0], c[1], _rec_of(c[2]), c[3], c[4]) for c in counters]
+        out.readings = [(r[0], r[1], _rec_of(r[2])) for r in readings]
+        out.files = {f[0]: (_rec_of(f[1]), f[2], f[3], f[4]) for f in files}
+        out.ending, out.session, out.dialect, out.had_usage = ending, session, dialect, had_usage
+        return out
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """``(counters, readings, files, ending, session, dialect, had_usage)``, a reading as
+        ``(model, inputTokens, outputTokens, cachedTokens, costUsd, reasoningTokens,
+        cacheWriteTokens, cacheWrite1hTokens, time, project)``."""
+        return (
+            [(c[0], c[1], _rec_tuple(c[2]), c[3], c[4]) for c in self.counters],
+            [(r[0], r[1], _rec_tuple(r[2])) for r in self.readings],
+            [(k, _rec_tuple(v[0]), v[1], v[2], v[3]) for k, v in self.files.items()],
+            self.ending,
+            self.session,
+            self.dialect,
+            self.had_usage,
+        )
+
+
+_REC_SLOTS = (
+    "model",
+    "inputTokens",
+    "outputTokens",
+    "cachedTokens",
+    "costUsd",
+    "reasoning",
+    "cacheWrite",
+    "cacheWrite1h",
+    "ts",
+    "project",
+)
+
+
+def _rec_of(t: Sequence[Any]) -> _Rec:
+    r = _Rec.__new__(_Rec)
+    (
+        r.model,
+        r.inputTokens,
+        r.outputTokens,
+        r.cachedTokens,
+        r.costUsd,
+        r.reasoning,
+        r.cacheWrite,
+        r.cacheWrite1h,
+        r.ts,
+        r.project,
+    ) = t
+    return r
+
+
+def _rec_tuple(r: _Rec) -> tuple[Any, ...]:
+    return tuple(getattr(r, k) for k in _REC_SLOTS)
 
 
 class _Stream:
@@ -963,7 +1044,7 @@ def _sum(recs: list[_Rec]) -> _Rec:
 
 
 def _copy_rec(r: _Rec) -> _Rec:
-    out = _Rec({})
+    out = _Rec.__new__(_Rec)
     for k in _Rec.__slots__:
         setattr(out, k, getattr(r, k))
     return out

@@ -4,6 +4,7 @@
 mod arrow;
 mod convert;
 mod journal;
+mod usage;
 
 use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
@@ -731,6 +732,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::ArrowEvents>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
+    m.add_function(wrap_pyfunction!(usage::_usage_fold_files, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;

@@ -1,0 +1,732 @@
+//! The per-stream usage fold in the core: one stream's events, as they are mapped, into the
+//! summary `checkfu_fast.usage.UsageFold.merge` takes (`StreamSummary`). It mirrors
+//! `usage.py`'s `_Stream`, `_Scope` and `_Rec` rule for rule; the fold across streams (thread
+//! counters, session-file messages across files, pricing, rows) stays in `usage.py`.
+//! `tests/test_usage_core.py` holds the two equal on every golden, corpus and session example.
+//!
+//! No event dict, no `parsed`, no `raw`: the fold reads the [`Event`]s and the line's
+//! [`LineMeta`] as a [`Sink`]. A stream with something the Python fold reads differently from
+//! what is mirrored here (a timestamp with non-ASCII digits, an integer count beyond `i128`) is
+//! left to the Python fold: [`Outcome::Python`].
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::Path;
+
+use crate::budget::{Budget, OutOfMemory};
+use crate::dialect::AnyDialect;
+use crate::event::{Event, Num};
+use crate::normalize::{Engine, LineEvents};
+use crate::sink::{self, Sink};
+use crate::value::Value;
+
+/// Dialects whose cumulative counter is the thread's across resumes (`SESSION_CUMULATIVE`).
+fn session_cumulative(dialect: &str) -> bool {
+    dialect == "codex"
+}
+
+/// Error subtypes that do not end a stream (`NON_TERMINAL_ERRORS`).
+const NON_TERMINAL_ERRORS: [&str; 8] = [
+    "invalid_utf8",
+    "invalid_json",
+    "line_too_long",
+    "too_deep",
+    "too_many_nodes",
+    "stream_is_utf16",
+    "retry",
+    "item_error",
+];
+
+const UNKNOWN: &str = "unknown";
+
+/// A reading's time: seconds since 1970 (`usage.epoch`), or none.
+pub type Ts = Option<f64>;
+
+/// One usage reading (`_Rec`): counts (`None`: not reported), cost, model, time, project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rec {
+    pub model: String,
+    pub input: Option<Num>,
+    pub output: Option<Num>,
+    pub cached: Option<Num>,
+    pub cost: Option<Num>,
+    pub reasoning: Option<Num>,
+    pub cache_write: Option<Num>,
+    pub cache_write_1h: Option<Num>,
+    pub ts: Ts,
+    pub project: Option<String>,
+}
+
+/// `b > a` in Python (exact across int and float).
+fn gt(b: Num, a: Num) -> bool {
+    !b.le(a)
+}
+
+fn count(n: Option<Num>) -> Option<Num> {
+    match n {
+        Some(Num::Int(i)) if i >= 0 => n,
+        Some(Num::Float(f)) if f >= 0.0 => n,
+        _ => None,
+    }
+}
+
+/// Integers this large could overflow `i128` when a counter line's readings are added (Python
+/// adds them exactly): such a stream is left to the Python fold.
+const HUGE: i128 = 1 << 100;
+
+impl Rec {
+    /// `_Rec({})`: counts 0, the rest unreported.
+    fn empty() -> Rec {
+        Rec {
+            model: UNKNOWN.to_owned(),
+            input: Some(Num::Int(0)),
+            output: Some(Num::Int(0)),
+            cached: Some(Num::Int(0)),
+            cost: None,
+            reasoning: None,
+            cache_write: None,
+            cache_write_1h: None,
+            ts: None,
+            project: None,
+        }
+    }
+
+    fn slots(&mut self) -> [&mut Option<Num>; 7] {
+        [
+            &mut self.input,
+            &mut self.output,
+            &mut self.cached,
+            &mut self.cost,
+            &mut self.reasoning,
+            &mut self.cache_write,
+            &mut self.cache_write_1h,
+        ]
+    }
+
+    fn values(&self) -> [Option<Num>; 7] {
+        [
+            self.input,
+            self.output,
+            self.cached,
+            self.cost,
+            self.reasoning,
+            self.cache_write,
+            self.cache_write_1h,
+        ]
+    }
+
+    /// `merge_max`: componentwise largest value.
+    fn merge_max(&mut self, other: &Rec) {
+        for (a, b) in self.slots().into_iter().zip(other.values()) {
+            if let Some(b) = b {
+                if a.is_none_or(|a| gt(b, a)) {
+                    *a = Some(b);
+                }
+            }
+        }
+        if self.model == UNKNOWN {
+            self.model.clone_from(&other.model);
+        }
+        if self.ts.is_none() {
+            self.ts = other.ts;
+        }
+        if self.project.is_none() {
+            self.project.clone_from(&other.project);
+        }
+    }
+
+    /// `rank(sidechain) > other.rank(other_sidechain)`: main over sidechain, then the largest
+    /// output, then the largest input.
+    fn outranks(&self, sidechain: bool, other: &Rec, other_sidechain: bool) -> bool {
+        if sidechain != other_sidechain {
+            return !sidechain;
+        }
+        let key = |n: Option<Num>| n.unwrap_or(Num::Int(-1));
+        let (a, b) = (key(self.output), key(other.output));
+        if gt(a, b) {
+            return true;
+        }
+        if gt(b, a) {
+            return false;
+        }
+        gt(key(self.input), key(other.input))
+    }
+
+    /// `covers(earlier)`: no count went down.
+    fn covers(&self, earlier: &Rec) -> bool {
+        earlier
+            .values()
+            .into_iter()
+            .zip(self.values())
+            .all(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.le(b),
+                _ => true,
+            })
+    }
+}
+
+/// `_sum`: the readings of one counter line added up.
+fn sum(recs: &[Rec]) -> Rec {
+    let mut out = Rec::empty();
+    for r in recs {
+        out.ts = r.ts;
+        for (a, b) in out.slots().into_iter().zip(r.values()) {
+            *a = match (*a, b) {
+                (None, b) => b,
+                (a, None) => a,
+                (Some(a), Some(b)) => Some(a.plus(b)),
+            };
+        }
+    }
+    out
+}
+
+/// One session inside one stream (`_Scope`).
+#[derive(Debug, Default)]
+struct Scope {
+    dialect: &'static str,
+    /// messageId -> index in `message_order` (insertion order, as a Python dict)
+    messages: HashMap<String, usize>,
+    message_order: Vec<Option<Rec>>,
+    covered: HashSet<String>,
+    plain: Vec<Rec>,
+    counter: Vec<Rec>,
+    counter_at: Option<u64>,
+    closed: Vec<Rec>,
+    prior: Vec<Rec>,
+}
+
+impl Scope {
+    fn new(dialect: &'static str) -> Scope {
+        Scope {
+            dialect,
+            ..Scope::default()
+        }
+    }
+
+    fn settle(&mut self) {
+        if !self.prior.is_empty()
+            && !self.counter.is_empty()
+            && !sum(&self.counter).covers(&sum(&self.prior))
+        {
+            self.closed.append(&mut self.prior);
+        }
+        self.prior.clear();
+    }
+
+    fn cover(&mut self) {
+        self.covered.extend(self.messages.drain().map(|(k, _)| k));
+        self.message_order.clear();
+        self.plain.clear();
+    }
+
+    fn readings(mut self) -> Vec<Rec> {
+        self.settle();
+        let mut out = self.closed;
+        out.append(&mut self.counter);
+        out.extend(self.message_order.into_iter().flatten());
+        out.append(&mut self.plain);
+        out
+    }
+}
+
+/// A thread counter's reading: `(session, dialect, reading, timestamp text, continued)`.
+pub type Counter = (String, &'static str, Rec, Option<String>, bool);
+/// A session-file message: `(key, reading, session, dialect, sidechain)`.
+pub type FileMessage = (String, Rec, Option<String>, &'static str, bool);
+
+/// One stream's summary (`StreamSummary`).
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub counters: Vec<Counter>,
+    pub readings: Vec<(String, &'static str, Rec)>,
+    pub files: Vec<FileMessage>,
+    pub ending: &'static str,
+    pub session: String,
+    pub dialect: String,
+    pub had_usage: bool,
+    /// Events the dialect recognised (not `status/unknown`, not errors) and `status/unknown`s.
+    pub known: u64,
+    pub unknown: u64,
+}
+
+/// The fold of one stream (`_Stream`), a [`Sink`].
+#[derive(Debug)]
+pub struct StreamFold {
+    out: Summary,
+    files: HashMap<String, usize>,
+    /// Scopes by session (`None`: before the stream named one), in insertion order.
+    scopes: Vec<(Option<String>, Scope)>,
+    current: Option<String>,
+    first: Option<String>,
+    ending: &'static str,
+    dialect: Option<&'static str>,
+    continued: HashSet<String>,
+    model: Option<String>,
+    project: Option<String>,
+    /// Something mirrored here would differ from the Python fold: leave the stream to it.
+    python: bool,
+}
+
+/// What a stream became.
+#[derive(Debug)]
+pub enum Outcome {
+    Summary(Summary),
+    /// The stream has something only the Python fold reads right: fold it there.
+    Python,
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+/// `usage.epoch` for an ASCII timestamp: `Some(None)` where it gives `None`; `None` for text
+/// with non-ASCII characters (Python's `\d` takes any Unicode digit: left to Python).
+pub fn epoch(ts: &str) -> Option<Ts> {
+    if !ts.is_ascii() {
+        return None;
+    }
+    let b = ts.as_bytes();
+    let digits = |from: usize, n: usize| -> Option<i64> {
+        let s = b.get(from..from + n)?;
+        if !s.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(
+            s.iter()
+                .fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0')),
+        )
+    };
+    let at = |i: usize| b.get(i).copied();
+    let parse = || -> Option<f64> {
+        let (y, mo, d) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+        if at(4) != Some(b'-') || at(7) != Some(b'-') || !matches!(at(10), Some(b'T' | b't' | b' '))
+        {
+            return None;
+        }
+        let (h, mi, sec) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+        if at(13) != Some(b':') || at(16) != Some(b':') {
+            return None;
+        }
+        let mut i = 19;
+        if at(i) == Some(b'.') {
+            let start = i + 1;
+            i = start;
+            while at(i).is_some_and(|c| c.is_ascii_digit()) {
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+        }
+        let offset = match at(i) {
+            Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+            Some(sign @ (b'+' | b'-')) if i + 6 == b.len() && at(i + 3) == Some(b':') => {
+                let off = digits(i + 1, 2)? * 3600 + digits(i + 4, 2)? * 60;
+                if sign == b'+' {
+                    off
+                } else {
+                    -off
+                }
+            }
+            _ => return None,
+        };
+        let month_days = [
+            31,
+            if leap(y) { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        let dim = *month_days.get(usize::try_from(mo - 1).ok()?)?;
+        if y < 1 || d < 1 || d > dim || h > 23 || mi > 59 {
+            return None;
+        }
+        let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec.min(59) - offset;
+        // 0001-01-01T00:00:00 .. 9999-12-31T23:59:59 (datetime's range)
+        if !(-62_135_596_800..=253_402_300_799).contains(&secs) {
+            return None;
+        }
+        // the fraction as Python's float(".ddd") (ts[19:] up to Z/z/+/-)
+        let frac = ts.get(19..).unwrap_or("");
+        let frac = frac.split(['Z', 'z', '+', '-']).next().unwrap_or("");
+        let extra = if frac.len() > 1 && frac.starts_with('.') {
+            format!("0{frac}").parse::<f64>().ok()?
+        } else {
+            0.0
+        };
+        Some(secs as f64 + extra)
+    };
+    Some(parse())
+}
+
+impl StreamFold {
+    pub fn new(project: Option<String>) -> StreamFold {
+        StreamFold {
+            out: Summary {
+                ending: "none",
+                session: UNKNOWN.to_owned(),
+                dialect: UNKNOWN.to_owned(),
+                ..Summary::default()
+            },
+            files: HashMap::new(),
+            scopes: Vec::new(),
+            current: None,
+            first: None,
+            ending: "none",
+            dialect: None,
+            continued: HashSet::new(),
+            model: None,
+            project,
+            python: false,
+        }
+    }
+
+    fn scope_index(&self, name: Option<&str>) -> Option<usize> {
+        self.scopes.iter().position(|(k, _)| k.as_deref() == name)
+    }
+
+    /// A reading from a usage event (`_Rec(usage, ev, epoch(ts), project)`).
+    fn rec(&mut self, ev: &Event<'_>, rec: &LineEvents<'_>) -> Option<Rec> {
+        let u = ev.usage.as_ref()?;
+        let known = !u.unknown;
+        let c = |n: Option<Num>| {
+            if known {
+                Some(count(n).unwrap_or(Num::Int(0)))
+            } else {
+                None
+            }
+        };
+        let x = ev.extra.as_deref();
+        let part = |n: Option<Num>| if known { count(n) } else { None };
+        let reasoning = match x.and_then(|x| x.reasoning_tokens) {
+            None => None,
+            Some(Value::Int(i)) => Some(Num::Int(i128::from(*i))),
+            Some(Value::Float(f)) => Some(Num::Float(*f)),
+            Some(Value::BigInt(t)) => match t.parse::<i128>() {
+                Ok(i) => Some(Num::Int(i)),
+                Err(_) => {
+                    self.python = true;
+                    None
+                }
+            },
+            Some(_) => None,
+        };
+        let ts = match rec.meta.timestamp {
+            None => None,
+            Some(t) => epoch(t).unwrap_or_else(|| {
+                self.python = true;
+                None
+            }),
+        };
+        let r = Rec {
+            model: u.model.to_string(),
+            input: c(u.input),
+            output: c(u.output),
+            cached: c(u.cached),
+            cost: count(u.cost),
+            reasoning: part(reasoning),
+            cache_write: part(x.and_then(|x| x.cache_write_tokens)),
+            cache_write_1h: part(x.and_then(|x| x.cache_write_1h_tokens)),
+            ts,
+            project: self.project.clone(),
+        };
+        if r.values()
+            .iter()
+            .any(|n| matches!(n, Some(Num::Int(i)) if *i >= HUGE))
+        {
+            self.python = true;
+        }
+        Some(r)
+    }
+
+    fn add(&mut self, ev: &Event<'_>, rec: &LineEvents<'_>) {
+        let dialect = rec.dialect;
+        let cumulative_dialect = session_cumulative(dialect);
+        if ev.kind == "status" && ev.subtype == "unknown" {
+            self.out.unknown += 1;
+        } else if ev.kind != "error" {
+            self.out.known += 1;
+        }
+        let mut sid: Option<String> = rec
+            .meta
+            .session_id
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        if sid.is_some() && self.first.is_some() && cumulative_dialect {
+            sid.clone_from(&self.first);
+        }
+        if let Some(s) = &sid {
+            if self.first.is_none() {
+                self.first = Some(s.clone());
+                if let Some(i) = self.scope_index(None) {
+                    // usage before the stream named its session belongs to that session
+                    let (_, early) = self.scopes.remove(i);
+                    match self.scope_index(Some(s)) {
+                        Some(j) => {
+                            if let Some(slot) = self.scopes.get_mut(j) {
+                                slot.1 = early;
+                            }
+                        }
+                        None => self.scopes.push((Some(s.clone()), early)),
+                    }
+                }
+            }
+            if self.current.as_deref() != Some(s) {
+                self.current = Some(s.clone());
+            }
+        }
+        if self.dialect.is_none() {
+            self.dialect = Some(dialect);
+        }
+        if let Some(cwd) = rec.meta.cwd.filter(|c| !c.is_empty()) {
+            if self.project.as_deref() != Some(cwd) {
+                self.project = Some(cwd.to_owned());
+            }
+        }
+        self.outcome(ev, rec);
+        if ev.kind == "status" && cumulative_dialect {
+            if rec.meta.native_type == Some("turn_context") {
+                if let Some(t) = &ev.text {
+                    self.model = Some(t.to_string());
+                }
+            }
+            if ev.extra.as_deref().is_some_and(|x| x.continuation) {
+                if let Some(s) = &sid {
+                    self.continued.insert(s.clone());
+                }
+            }
+        }
+        if ev.kind != "usage" || ev.usage.is_none() {
+            return;
+        }
+        self.out.had_usage = true;
+        let scope_name: &str = ev.usage_scope.unwrap_or(&ev.subtype);
+        let Some(mut r) = self.rec(ev, rec) else {
+            return;
+        };
+        if r.model == UNKNOWN && cumulative_dialect {
+            if let Some(m) = self.model.as_ref().filter(|m| !m.is_empty()) {
+                r.model.clone_from(m);
+            }
+        }
+        if let (true, Some(req)) = (scope_name == "message", rec.meta.request_id) {
+            let key = match ev.message_id {
+                Some(m) => format!("m:{m}"),
+                None => format!("r:{req}"),
+            };
+            self.file_message(key, r, dialect, rec.meta.sidechain);
+            return;
+        }
+        let cur = self.current.clone();
+        let i = match self.scope_index(cur.as_deref()) {
+            Some(i) => i,
+            None => {
+                self.scopes.push((cur.clone(), Scope::new(dialect)));
+                self.scopes.len() - 1
+            }
+        };
+        let Some((_, scope)) = self.scopes.get_mut(i) else {
+            return;
+        };
+        if scope_name == "cumulative" {
+            if let (true, Some(c)) = (cumulative_dialect, &cur) {
+                let continued = self.continued.contains(c);
+                let ts = rec.meta.timestamp.map(str::to_owned);
+                self.out
+                    .counters
+                    .push((c.clone(), dialect, r, ts, continued));
+                scope.cover();
+                return;
+            }
+            scope.cover();
+            let at = Some(rec.position);
+            if !scope.counter.is_empty() && at == scope.counter_at {
+                scope.counter.push(r); // one line reporting several models
+                return;
+            }
+            scope.settle();
+            scope.prior = std::mem::replace(&mut scope.counter, vec![r]);
+            scope.counter_at = at;
+        } else if let (true, Some(mid)) = (scope_name == "message", ev.message_id) {
+            if scope.covered.contains(mid) {
+                // a repeat of a message the counter already counts
+            } else if let Some(&j) = scope.messages.get(mid) {
+                if let Some(Some(seen)) = scope.message_order.get_mut(j) {
+                    seen.merge_max(&r);
+                }
+            } else {
+                scope
+                    .messages
+                    .insert(mid.to_owned(), scope.message_order.len());
+                scope.message_order.push(Some(r));
+            }
+        } else {
+            scope.plain.push(r);
+        }
+    }
+
+    fn outcome(&mut self, ev: &Event<'_>, rec: &LineEvents<'_>) {
+        let sub: &str = &ev.subtype;
+        if ev.kind == "status" && (sub == "result" || sub == "turn_completed") {
+            if !rec.meta.repeats_error {
+                let empty = ev.extra.as_deref().is_some_and(|x| x.empty_result);
+                self.ending = if empty { "empty" } else { "ok" };
+            }
+        } else if ev.kind == "error" && !NON_TERMINAL_ERRORS.contains(&sub) {
+            self.ending = "failed";
+        } else if ev.kind == "error"
+            && ev.extra.as_deref().is_some_and(|x| x.retry)
+            && self.ending == "none"
+        {
+            self.ending = "retrying";
+        }
+    }
+
+    fn file_message(&mut self, key: String, r: Rec, dialect: &'static str, sidechain: bool) {
+        let session = self.current.clone().or_else(|| self.first.clone());
+        match self.files.get(&key) {
+            None => {
+                self.files.insert(key.clone(), self.out.files.len());
+                self.out.files.push((key, r, session, dialect, sidechain));
+            }
+            Some(&i) => {
+                if let Some(slot) = self.out.files.get_mut(i) {
+                    if r.outranks(sidechain, &slot.1, slot.4) {
+                        *slot = (key, r, session, dialect, sidechain);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream's summary (`_Stream.summary`).
+    pub fn finish(mut self) -> Outcome {
+        if self.python {
+            return Outcome::Python;
+        }
+        let first = self.first.clone();
+        for (sid, scope) in std::mem::take(&mut self.scopes) {
+            let name = sid
+                .or_else(|| first.clone())
+                .unwrap_or_else(|| UNKNOWN.to_owned());
+            let dialect = scope.dialect;
+            for r in scope.readings() {
+                self.out.readings.push((name.clone(), dialect, r));
+            }
+        }
+        self.out.session = self
+            .current
+            .clone()
+            .filter(|s| !s.is_empty())
+            .or(first)
+            .unwrap_or_else(|| UNKNOWN.to_owned());
+        self.out.ending = if self.ending == "retrying" {
+            "failed"
+        } else {
+            self.ending
+        };
+        self.out.dialect = self.dialect.unwrap_or(UNKNOWN).to_owned();
+        Outcome::Summary(self.out)
+    }
+}
+
+impl Sink for StreamFold {
+    type Error = OutOfMemory;
+
+    fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), OutOfMemory> {
+        for ev in &rec.events {
+            self.add(ev, rec);
+            *seq += 1;
+        }
+        Ok(())
+    }
+}
+
+fn io_oom(e: OutOfMemory) -> io::Error {
+    io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
+}
+
+/// Fold the stream in `data` (all of it).
+pub fn fold_bytes(
+    data: &[u8],
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    project: Option<String>,
+) -> Result<Outcome, OutOfMemory> {
+    let mut engine = Engine::new(dialect, budget);
+    let mut fold = StreamFold::new(project);
+    let mut seq = 0u64;
+    sink::feed(&mut engine, &mut seq, data, &mut fold)?;
+    sink::finish(&mut engine, &mut seq, &mut fold)?;
+    Ok(fold.finish())
+}
+
+/// Fold the file at `path` (decompressed as read), read in chunks.
+pub fn fold_file(
+    path: &Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    project: Option<String>,
+) -> io::Result<Outcome> {
+    let mut engine = Engine::new(dialect, budget);
+    let mut fold = StreamFold::new(project);
+    let mut seq = 0u64;
+    let mut input = crate::input::open_input(path)?;
+    crate::jsonl::read_chunks(&mut input, |chunk| {
+        sink::feed(&mut engine, &mut seq, chunk, &mut fold).map_err(io_oom)
+    })?;
+    sink::finish(&mut engine, &mut seq, &mut fold).map_err(io_oom)?;
+    Ok(fold.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epochs() {
+        let e = |s: &str| epoch(s).flatten();
+        assert_eq!(e("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(e("1970-01-01T01:00:00+01:00"), Some(0.0));
+        assert_eq!(e("2026-02-29T00:00:00Z"), None);
+        assert_eq!(e("2024-02-29T00:00:00.5z"), Some(1_709_164_800.5));
+        assert_eq!(e("2024-02-29 00:00:60Z"), Some(1_709_164_859.0));
+        assert_eq!(e("2024-02-29T24:00:00Z"), None);
+        assert_eq!(e("0001-01-01T00:00:00+00:01"), None);
+        assert_eq!(e("2024-02-29T00:00:00."), None);
+        assert_eq!(e("2024-02-29T00:00:00"), None);
+        assert!(epoch("٢٠٢٤-02-29T00:00:00Z").is_none());
+    }
+
+    #[test]
+    fn ranks_and_covers() {
+        let r = |o: i128, i: i128| Rec {
+            output: Some(Num::Int(o)),
+            input: Some(Num::Int(i)),
+            ..Rec::empty()
+        };
+        assert!(r(2, 0).outranks(false, &r(1, 9), false));
+        assert!(r(1, 0).outranks(false, &r(9, 9), true));
+        assert!(!r(1, 1).outranks(false, &r(1, 1), false));
+        assert!(r(2, 2).covers(&r(1, 2)));
+        assert!(!r(2, 1).covers(&r(1, 2)));
+    }
+}
