@@ -535,3 +535,48 @@ def test_a_junk_flood_is_folded_before_the_deadline():
     assert r.process.output_truncated and len(r.process.stdout) == 64 << 20
     assert not r.process.timed_out
     assert r.observations[-1]["payload"]["error"]["type"] == "validation.payload_too_large"
+
+
+def test_a_turn_keeps_a_bounded_number_of_observation_bytes():
+    """400 messages of 100,000 characters (40 MB, under the cap): the result keeps the first
+    ones up to MAX_KEPT_BYTES and the ending (it kept all 400, 10,000 such would be 2.5 GB)."""
+    from checkfu_fast.oneshot.turn import MAX_KEPT_BYTES, observation_bytes
+
+    n, size = 400, 100_000
+    with stream_turn(
+        contract(), TurnRequest("go"), **harness("flood-messages", str(n), str(size))
+    ) as s:
+        seen = sum(1 for _ in s)
+        r = s.result
+    assert seen == n + 2 and r.observations_skipped == 0
+    kept = r.observations[:-1]
+    assert sum(observation_bytes(o) for o in kept) <= MAX_KEPT_BYTES
+    assert len(kept) > (MAX_KEPT_BYTES // (size + 1000)) - 2  # as many as fit, in order
+    assert [o["payload"]["content"][:4] for o in kept[1:3]] == ["m0xx", "m1xx"]
+    assert r.observations_dropped == n + 2 - len(r.observations)
+    assert r.observations[-1]["type"] == "observation.finished"
+
+
+@pytest.mark.parametrize(("n", "size"), [(12_000, 0), (400, 100_000)])
+def test_a_consumer_that_falls_behind_gets_a_bounded_queue(n, size):
+    """A consumer that takes nothing until the turn has ended: the stream queued at most
+    QUEUE_MAX_OBSERVATIONS observations of at most QUEUE_MAX_BYTES and the ending (the queue
+    held every observation of the turn); the rest are counted in observations_skipped."""
+    from checkfu_fast.oneshot.turn import (
+        QUEUE_MAX_BYTES,
+        QUEUE_MAX_OBSERVATIONS,
+        observation_bytes,
+    )
+
+    args = ("flood-messages", str(n), str(size))
+    with stream_turn(contract(), TurnRequest("go"), **harness(*args)) as s:
+        assert s.wait(120)
+        got = list(s)
+        r = s.result
+    assert got[-1]["type"] == "observation.finished"
+    assert len(got) - 1 <= QUEUE_MAX_OBSERVATIONS
+    assert sum(observation_bytes(o) for o in got[:-1]) <= QUEUE_MAX_BYTES
+    assert len(got) + r.observations_skipped == n + 2
+    assert r.observations_skipped > 0 and s.skipped == r.observations_skipped
+    first = min(len(got), len(r.observations)) - 1
+    assert got[:first] == r.observations[:first]  # the first ones, in order

@@ -224,10 +224,11 @@ def main() -> None:
         line = {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [use]}}
         out.write(CLAUDE_INIT + b"\n" + json.dumps(line).encode() + b"\n")
         out.write(json.dumps(CLAUDE_RESULT).encode() + b"\n")
-    elif mode == "flood-messages":  # observations: N short assistant messages, then a result
+    elif mode == "flood-messages":  # observations: N assistant messages (of SIZE), then a result
         out.write(CLAUDE_INIT + b"\n")
+        pad = "x" * int(args[1]) if len(args) > 1 else ""
         for i in range(int(args[0])):
-            line = claude_text(f"m{i}")
+            line = claude_text(f"m{i}{pad}")
             line["message"]["id"] = f"msg_{i}"
             out.write(json.dumps(line).encode() + b"\n")
         out.write(json.dumps(CLAUDE_RESULT).encode() + b"\n")

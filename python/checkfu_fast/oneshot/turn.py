@@ -44,6 +44,13 @@ _EMPTY = object()
 # a TurnResult keeps at most this many observations (about 1 KiB each for short messages):
 # a flood of 781,628 observations held 680 MiB; the stream itself yields every one
 MAX_KEPT_OBSERVATIONS = 10_000
+# ... and at most this many bytes of them (observation_bytes: a message's content may be 256k
+# characters, so 10,000 of them were up to 2.5 GB)
+MAX_KEPT_BYTES = 16 << 20
+# the observations queued for a TurnStream's consumer and not yet taken, at most; beyond, an
+# observation is not queued (the ending always is) and counts in observations_skipped
+QUEUE_MAX_OBSERVATIONS = 10_000
+QUEUE_MAX_BYTES = 16 << 20
 FOLD_QUEUE_BYTES = 2 << 20  # stdout read but not yet folded, at most (then: caught up after)
 _POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen promptly)
 _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
@@ -60,13 +67,16 @@ class TurnResult:
     retry_at: str | None = None  # RFC 3339 UTC
     retry_after_ms: int | None = None
     # observations the stream yielded that ``observations`` does not keep (beyond
-    # MAX_KEPT_OBSERVATIONS: the first ones and the ending are kept)
+    # MAX_KEPT_OBSERVATIONS or MAX_KEPT_BYTES: the first ones and the ending are kept)
     observations_dropped: int = 0
     # usage_totals of the turn's events ({"total", "byModel", "bySession"}): costUsd reported,
     # else estimated at the shipped prices (source says which)
     usage: dict[str, Any] | None = None
     session_id: str | None = None  # the CLI's session id (the events' last sessionId)
     stopped_by: str | None = None  # the TurnBudget limit that stopped the turn ("budget.usd", ...)
+    # observations the stream did not yield: its consumer was QUEUE_MAX_OBSERVATIONS or
+    # QUEUE_MAX_BYTES behind when they came (``result.observations`` may still hold them)
+    observations_skipped: int = 0
     # a turn blocked on a human: the action of each observation.requires_action it ended with
     requires_action: list[dict[str, Any]] | None = None
 
@@ -175,7 +185,12 @@ class TurnStream:
         self._cancel = threading.Event()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._observations: list[Observation] = []
+        self._kept_bytes = 0
         self._dropped = 0
+        self._waiting = 0  # observations queued for the consumer and not yet taken
+        self._waiting_bytes = 0
+        self._count_lock = threading.Lock()
+        self.skipped = 0  # observations not queued: the consumer was too far behind
         self._result: TurnResult | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -234,21 +249,42 @@ class TurnStream:
 
     # -- the worker thread ----------------------------------------------------------------------
 
-    def _put(self, item: Any) -> None:
-        self._queue.put(item)
+    def _put(self, item: Any, size: int = 0, always: bool = True) -> None:
+        """Queue ``item`` for the consumer; one that is not ``always`` (every observation but
+        the ending) only while fewer than ``QUEUE_MAX_OBSERVATIONS`` observations and
+        ``QUEUE_MAX_BYTES`` bytes wait: else it is skipped (counted in ``skipped``)."""
+        with self._count_lock:
+            if not always and (
+                self._waiting >= QUEUE_MAX_OBSERVATIONS
+                or self._waiting_bytes + size > QUEUE_MAX_BYTES
+            ):
+                self.skipped += 1
+                return
+            if item is not _END:
+                self._waiting += 1
+                self._waiting_bytes += size
+            # (the sizes ride along so that the consumer's take frees exactly what was counted)
+            self._queue.put((item, size) if item is not _END else item)
         waker = self._waker
         if waker is not None:
             with contextlib.suppress(RuntimeError):  # the event loop is closed
                 waker()
 
     def _keep(self, obs: Observation, ending: bool = False) -> None:
-        """Keep ``obs`` for the result: the first ``MAX_KEPT_OBSERVATIONS - 1`` and the ending;
-        the others are only yielded (and counted in ``observations_dropped``)."""
-        if ending or len(self._observations) < MAX_KEPT_OBSERVATIONS - 1:
+        """Keep ``obs`` for the result: the first ones, at most ``MAX_KEPT_OBSERVATIONS - 1``
+        of at most ``MAX_KEPT_BYTES`` (``observation_bytes``) in all, and the ending; the others
+        are only yielded (and counted in ``observations_dropped``)."""
+        size = observation_bytes(obs)
+        if ending or (
+            not self._dropped
+            and len(self._observations) < MAX_KEPT_OBSERVATIONS - 1
+            and self._kept_bytes + size <= MAX_KEPT_BYTES
+        ):
             self._observations.append(obs)
+            self._kept_bytes += size
         else:
             self._dropped += 1
-        self._put(obs)
+        self._put(obs, size, always=ending)
 
     def _feed(self, data: bytes) -> None:
         for obs in self._observer.feed(data):
@@ -382,6 +418,7 @@ class TurnStream:
                 retry_at=retry_at,
                 retry_after_ms=retry_after_ms,
                 observations_dropped=self._dropped,
+                observations_skipped=self.skipped,
                 usage=getattr(self._observer, "usage", None),  # (a stand-in fold may lack them)
                 session_id=getattr(self._observer, "session_id", None),
                 stopped_by=self._stopped_by,
@@ -407,6 +444,11 @@ class TurnStream:
             item = self._queue.get(timeout=timeout) if timeout else self._queue.get_nowait()
         except queue.Empty:
             return _EMPTY
+        if item is not _END:
+            item, size = item
+            with self._count_lock:
+                self._waiting -= 1
+                self._waiting_bytes -= size
         if item is _END:
             self._done = True
         return item
@@ -461,6 +503,18 @@ class TurnStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def observation_bytes(obs: Any) -> int:
+    """An observation's estimated size in memory: its strings' lengths and a fixed cost per
+    value (what ``MAX_KEPT_BYTES`` and ``QUEUE_MAX_BYTES`` count)."""
+    if isinstance(obs, str):
+        return 56 + len(obs)
+    if isinstance(obs, dict):
+        return 64 + sum(observation_bytes(k) + observation_bytes(v) for k, v in obs.items())
+    if isinstance(obs, (list, tuple)):
+        return 56 + sum(observation_bytes(v) for v in obs)
+    return 32
 
 
 def stream_turn(contract: Any, request: TurnRequest, **options: Any) -> TurnStream:
