@@ -580,3 +580,82 @@ def test_a_consumer_that_falls_behind_gets_a_bounded_queue(n, size):
     assert r.observations_skipped > 0 and s.skipped == r.observations_skipped
     first = min(len(got), len(r.observations)) - 1
     assert got[:first] == r.observations[:first]  # the first ones, in order
+
+
+# -- the mixed-threads attack: 80 turns of ten kinds on 8 threads, each with its ending -----------
+
+FLOOD_CAP = {"output_cap": 4 << 20, "deadline_s": 3}
+MIXED = [
+    # (name, contract, options, (ending type, error type or stop reason))
+    ("answer", contract(), harness("flood-messages", "3"), ("finished", "end_turn")),
+    ("yes", YES_CONTRACT, FLOOD_CAP, ("failed", "validation.payload_too_large")),
+    (
+        "flood",
+        contract(),
+        {**harness("flood"), **FLOOD_CAP},
+        ("failed", "validation.payload_too_large"),
+    ),
+    (
+        "binary",
+        contract(),
+        {**harness("flood", "binary"), **FLOOD_CAP},
+        ("failed", "validation.payload_too_large"),
+    ),
+    (
+        "text-yes",
+        {**YES_CONTRACT, "output_mode": "text"},
+        FLOOD_CAP,
+        ("failed", "validation.payload_too_large"),
+    ),
+    (
+        "never-read",
+        contract(),
+        {**harness("never-read"), "deadline_s": 1},
+        ("failed", "runtime.turn_deadline_exceeded"),
+    ),
+    (
+        "heartbeats",
+        contract(),
+        {**harness("stream-forever"), "deadline_s": 1},
+        ("failed", "runtime.turn_deadline_exceeded"),
+    ),
+    ("exit", contract(), harness("exit", "3"), ("failed", "runtime.harness_failed")),
+    ("signal", contract(), harness("self-signal", "9"), ("failed", "runtime.harness_failed")),
+    ("cancel", contract(), harness("stream-forever"), ("finished", "interrupted")),
+]
+
+
+def _ending_of(name, c, options):
+    with stream_turn(c, TurnRequest("go"), **{**FAST, **options}) as s:
+        for obs in s:
+            if name == "cancel" and obs["type"] == "observation.agent_message":
+                s.cancel()
+        last = s.result.observations[-1]
+    payload = last["payload"]
+    detail = payload["error"]["type"] if "error" in payload else payload.get("stop_reason")
+    return last["type"].removeprefix("observation."), detail
+
+
+def test_eighty_mixed_turns_on_eight_threads_end_as_they_should():
+    """Ten kinds of turn (an answer, floods of junk lines, of no newline and of text to a
+    4 MiB cap with a 3 s deadline, deadlines, a failing exit, a signal, a cancel), eight of
+    each, on eight threads at once: every turn has its own ending (16 of 80 were wrong when
+    the fold throttled the reading)."""
+    jobs = [MIXED[i % len(MIXED)] for i in range(80)]
+    wrong: list[tuple[str, tuple[str, str]]] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        for name, c, options, want in jobs[k::8]:
+            got = _ending_of(name, c, options)
+            if got != want:
+                with lock:
+                    wrong.append((name, got))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not any(t.is_alive() for t in threads)
+    assert wrong == []
