@@ -505,7 +505,15 @@ impl Writer for RowWriter<'_, '_> {
             (_, Val::Obj(o)) => {
                 let _ = o.walk(self);
             }
-            (_, Val::Json(v) | Val::Args(v)) => self.json_cell(|o| write_value(o, v)),
+            (_, Val::Args(v)) => match self.rec.value_json(v) {
+                Some(copied) => {
+                    if let Some(c) = self.col() {
+                        c.str(Some(copied));
+                    }
+                }
+                None => self.json_cell(|o| write_value(o, v)),
+            },
+            (_, Val::Json(v)) => self.json_cell(|o| write_value(o, v)),
             (_, Val::SameAsText(t)) => match self.rec.string_json(t) {
                 Some(copied) => {
                     if let Some(c) = self.col() {

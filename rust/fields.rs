@@ -98,7 +98,10 @@ pub enum Val<'a> {
     Num(Num),
     Null,
     Json(&'a Value<'a>),
-    /// `tool.arguments`: a value of the line that the writers may copy from `parsed`.
+    /// A value of the line's `parsed` tree (`tool.arguments`, a `toolResult` value, ...: a
+    /// `&'v Value` the dialect took from the line, never a value it built), so the writers may
+    /// copy its JSON text from `parsed` or from the line itself
+    /// ([`crate::normalize::LineEvents::value_json`]).
     Args(&'a Value<'a>),
     /// `toolResult` that is the event's own `text`.
     SameAsText(&'a str),
@@ -275,7 +278,7 @@ fields! {
     "providerToolName": Ty::Str => |c| c.x()?.provider_tool_name.as_deref().map(Val::Str);
     "providerArguments": Ty::Json => |c| c.x()?.provider_arguments.as_ref().map(Val::Json);
     "toolResult": Ty::Json => |c| match c.x()?.tool_result.as_ref()? {
-        ToolResult::Value(v) => Some(Val::Json(v)),
+        ToolResult::Value(v) => Some(Val::Args(v)),
         ToolResult::Text => Some(Val::SameAsText(c.ev.text.as_deref().unwrap_or(""))),
     };
     "fileChanges": Ty::List(&CHANGE) => |c| {
@@ -295,8 +298,8 @@ fields! {
     "partialArguments": Ty::Str => |c| c.x()?.partial_arguments.map(Val::Str);
     "continuation": Ty::Flag => |c| c.x()?.continuation.then_some(Val::Bool(true));
     "controlRequestId": Ty::Str => |c| c.x()?.control_request_id.map(Val::Str);
-    "controlResponse": Ty::Json => |c| c.x()?.control_response.map(Val::Json);
-    "backgroundTasks": Ty::Json => |c| c.x()?.background_tasks.map(Val::Json);
+    "controlResponse": Ty::Json => |c| c.x()?.control_response.map(Val::Args);
+    "backgroundTasks": Ty::Json => |c| c.x()?.background_tasks.map(Val::Args);
     "requiresAction": Ty::Json => |c| c.x()?.requires_action.as_ref().map(Val::Json);
     "sessionId": Ty::Str => |c| c.rec.meta.session_id.map(Val::Str);
     "timestamp": Ty::Time => |c| c.rec.meta.timestamp.map(Val::Str);
@@ -307,7 +310,7 @@ fields! {
     "stopReason": Ty::Str => |c| c.rec.meta.stop_reason.map(Val::Str);
     "durationMs": Ty::Int => |c| c.rec.meta.duration_ms.map(Val::Json);
     "resultText": Ty::OptStr => |c| c.rec.meta.result_text.map(|t| t.map_or(Val::Null, Val::Str));
-    "structuredOutput": Ty::Json => |c| c.rec.meta.structured_output.map(Val::Json);
+    "structuredOutput": Ty::Json => |c| c.rec.meta.structured_output.map(Val::Args);
     "repeatsError": Ty::Flag => |c| c.rec.meta.repeats_error.then_some(Val::Bool(true));
     "partial": Ty::Flag => |c| c.rec.meta.partial.then_some(Val::Bool(true));
     "resultJoinsMessages": Ty::Flag => |c| c.rec.meta.result_joins_messages.then_some(Val::Bool(true));

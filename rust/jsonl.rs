@@ -22,7 +22,7 @@ use crate::fields::{self, Field, Sel, Ty, Val, Writer};
 use crate::normalize::{Engine, LineEvents};
 use crate::parse::{StrSpan, SPAN_MIN};
 use crate::sink::{self, Sink};
-use crate::text::{write_f64, write_i128, write_str, write_u64};
+use crate::text::{write_f64, write_i128, write_str, write_str_twice, write_u64};
 use crate::value::Value;
 
 /// Bytes read per step by [`crate::split::normalize_file`].
@@ -38,7 +38,16 @@ fn write_num(out: &mut Vec<u8>, n: Num) {
 /// A parsed value as `json.dumps` writes the Python object `convert.rs` builds from it
 /// (`convert::plain_value`): `BigInt` is a Python int (its text is already canonical).
 pub fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
-    write_shared(out, v, &mut Shared::default());
+    write_shared::<false>(out, v, &mut Shared::default());
+}
+
+/// The JSON string of the JSON text of `v` (`json.dumps(json.dumps(v))`): what projected JSONL
+/// writes for a tree (docs/events.md "Projections"), in one pass (strings escaped twice at once,
+/// [`write_str_twice`]), not the text written and then escaped.
+pub fn write_value_quoted(out: &mut Vec<u8>, v: &Value<'_>) {
+    out.push(b'"');
+    write_shared::<true>(out, v, &mut Shared::default());
+    out.push(b'"');
 }
 
 /// Parts of a line's `parsed` JSON that its events repeat (`text` borrowed from a string of
@@ -107,9 +116,11 @@ impl Shared {
     }
 }
 
-fn write_shared(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
+/// `v`'s JSON text (inside a JSON string, escaped, when `QUOTED`), noting the parts `shared`
+/// wants.
+fn write_shared<const QUOTED: bool>(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
     let start = out.len();
-    write_plain(out, v, shared);
+    write_plain::<QUOTED>(out, v, shared);
     if !shared.wanted.is_empty() {
         let end = out.len();
         shared.note((std::ptr::from_ref(v) as usize, 0), start, end);
@@ -119,7 +130,17 @@ fn write_shared(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
     }
 }
 
-fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
+/// A string of a tree: as JSON, or (`QUOTED`) as the inside of a JSON string of that JSON.
+#[inline]
+fn tree_str<const QUOTED: bool>(out: &mut Vec<u8>, s: &str) {
+    if QUOTED {
+        write_str_twice(out, s);
+    } else {
+        write_str(out, s);
+    }
+}
+
+fn write_plain<const QUOTED: bool>(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -127,14 +148,14 @@ fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
         Value::Int(i) => write_i128(out, i128::from(*i)),
         Value::BigInt(text) => out.extend_from_slice(text.as_bytes()),
         Value::Float(f) => write_f64(out, *f),
-        Value::Str(s) => write_str(out, s),
+        Value::Str(s) => tree_str::<QUOTED>(out, s),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_shared(out, item, shared);
+                write_shared::<QUOTED>(out, item, shared);
             }
             out.push(b']');
         }
@@ -145,18 +166,18 @@ fn write_plain(out: &mut Vec<u8>, v: &Value<'_>, shared: &mut Shared) {
                     if i > 0 {
                         out.push(b',');
                     }
-                    write_str(out, k);
+                    tree_str::<QUOTED>(out, k);
                     out.push(b':');
-                    write_shared(out, item, shared);
+                    write_shared::<QUOTED>(out, item, shared);
                 }
             } else {
                 for (i, (k, item)) in pairs.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    write_str(out, k);
+                    tree_str::<QUOTED>(out, k);
                     out.push(b':');
-                    write_shared(out, item, shared);
+                    write_shared::<QUOTED>(out, item, shared);
                 }
             }
             out.push(b'}');
@@ -180,6 +201,8 @@ struct JsonWriter<'o, 'p> {
     /// keeps one JSON type across a file
     projected: bool,
     scratch: &'p mut Vec<u8>,
+    /// the line, whose values' JSON text a canonical line holds ([`LineEvents::value_json`])
+    rec: Option<&'p LineEvents<'p>>,
 }
 
 impl JsonWriter<'_, '_> {
@@ -208,13 +231,23 @@ impl JsonWriter<'_, '_> {
 
     fn value(&mut self, v: &Value<'_>) {
         if self.projected {
-            let mut scratch = std::mem::take(self.scratch);
-            scratch.clear();
-            write_value(&mut scratch, v);
-            self.tree(&scratch);
-            *self.scratch = scratch;
+            write_value_quoted(self.out, v);
         } else {
             write_value(self.out, v);
+        }
+    }
+
+    /// A value of the line ([`Val::Args`]): its JSON text copied (from the `parsed` JSON
+    /// written for the line, or from a canonical line itself), else written.
+    fn line_value(&mut self, v: &Value<'_>) {
+        let parsed = self.parsed;
+        let rec = self.rec;
+        match self.shared.get((std::ptr::from_ref(v) as usize, 0), parsed) {
+            Some(json) => self.tree(json),
+            None => match rec.and_then(|r| r.value_json(v)) {
+                Some(json) => self.tree(json.as_bytes()),
+                None => self.value(v),
+            },
         }
     }
 
@@ -257,15 +290,7 @@ impl Writer for JsonWriter<'_, '_> {
             Val::Null => self.out.extend_from_slice(b"null"),
             Val::Json(v) if matches!(f.ty, Ty::Json) => self.value(v),
             Val::Json(v) => write_value(self.out, v),
-            Val::Args(args) => {
-                match self
-                    .shared
-                    .get((std::ptr::from_ref(args) as usize, 0), self.parsed)
-                {
-                    Some(json) => self.tree(json),
-                    None => self.value(args),
-                }
-            }
+            Val::Args(v) => self.line_value(v),
             Val::SameAsText(text) => match self.text_json.clone() {
                 Some(r) if !self.projected => self.out.extend_from_within(r),
                 Some(r) => {
@@ -276,11 +301,9 @@ impl Writer for JsonWriter<'_, '_> {
                     *self.scratch = scratch;
                 }
                 None => {
-                    let mut scratch = std::mem::take(self.scratch);
-                    scratch.clear();
-                    write_str(&mut scratch, text);
-                    self.tree(&scratch);
-                    *self.scratch = scratch;
+                    self.out.push(b'"');
+                    write_str_twice(self.out, text);
+                    self.out.push(b'"');
                 }
             },
             Val::Obj(o) => self.object(o),
@@ -317,6 +340,7 @@ pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
         text_json: None,
         projected: false,
         scratch: &mut scratch,
+        rec: None,
     };
     w.object(o);
 }
@@ -372,7 +396,7 @@ impl LineWriter {
             }
             (None, Some(v)) if wants_parsed => {
                 shared = Shared::for_events(&rec.events);
-                write_shared(&mut self.parsed, v, &mut shared);
+                write_shared::<false>(&mut self.parsed, v, &mut shared);
                 &self.parsed
             }
             (None, Some(_)) => b"",
@@ -389,6 +413,7 @@ impl LineWriter {
                 text_json: None,
                 projected: !self.sel.is_all(),
                 scratch: &mut self.scratch,
+                rec: Some(rec),
             };
             let _ = fields::event(&mut w, self.sel, ev, rec, *seq);
             if let Some(src) = &self.source {
@@ -538,6 +563,110 @@ pub fn par_map<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
+
+    /// Every node of `v`, depth first.
+    fn nodes<'a>(v: &'a Value<'a>, out: &mut Vec<&'a Value<'a>>) {
+        out.push(v);
+        match v {
+            Value::Array(items) => items.iter().for_each(|x| nodes(x, out)),
+            Value::Object(pairs) => pairs.iter().for_each(|(_, x)| nodes(x, out)),
+            _ => {}
+        }
+    }
+
+    /// The JSON text `value_json` copies from a canonical line is what `write_value` writes,
+    /// for every node of the line; the count of nodes it found.
+    fn copies_agree(text: &str) -> usize {
+        let Ok(line) = crate::parse::parse_line(text, 512, usize::MAX) else {
+            panic!("not JSON: {text}");
+        };
+        assert!(line.canonical.is_some(), "not canonical: {text}");
+        let rec = LineEvents {
+            position: 0,
+            size: text.len() as u64,
+            dialect: "claude",
+            raw: text,
+            parsed: Some(&line.value),
+            parsed_text: line.canonical,
+            strings: &line.strings,
+            meta: crate::event::LineMeta::default(),
+            repairs: 0,
+            events: Vec::new(),
+        };
+        let mut all = Vec::new();
+        nodes(&line.value, &mut all);
+        let mut found = 0;
+        for v in all {
+            let mut want = Vec::new();
+            write_value(&mut want, v);
+            if let Some(json) = rec.value_json(v) {
+                assert_eq!(json.as_bytes(), want.as_slice(), "{text}");
+                found += 1;
+            }
+            let mut quoted = Vec::new();
+            write_value_quoted(&mut quoted, v);
+            let mut twice = Vec::new();
+            write_str(
+                &mut twice,
+                simdutf8::basic::from_utf8(&want).unwrap_or_default(),
+            );
+            assert_eq!(quoted, twice, "{text}");
+        }
+        found
+    }
+
+    #[test]
+    fn values_copied_from_canonical_lines() {
+        let long = "x".repeat(70);
+        let long_esc = format!("{long}\\n\\\"q\\u0001");
+        let lines = [
+            r#"{"a":{"b":[1,2,{"c":"d"}],"e":null},"f":[[]],"g":{},"h":[1.5,-2,true]}"#.to_string(),
+            format!(r#"{{"k\n":{{"x\t":"{long_esc}"}},"l":["{long_esc}"],"m":["{long}",3]}}"#),
+            format!(
+                r#"{{"input":{{"command":"ls","content":"{long_esc}","n":12345678901234567890123}},"z":"é😀"}}"#
+            ),
+            r#"[{"a":"\"q\""},["x"],{"b":{"c":{}}},"s",""]"#.to_string(),
+            r#"{"a":[{"b":"\\"},{"c":[0]}],"d":{"e":"f\u001fg"}}"#.to_string(),
+        ];
+        let found: usize = lines.iter().map(|l| copies_agree(l)).sum();
+        assert!(found > 20, "{found}");
+        // random trees written as canonical text
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        fn tree(depth: usize, next: &mut dyn FnMut(u64) -> u64) -> Value<'static> {
+            let strs = ["a", "b\"c", "\n", "é", "", "k\\", "\u{1}x"];
+            let s = |next: &mut dyn FnMut(u64) -> u64| -> Cow<'static, str> {
+                let base = strs.get(next(7) as usize).copied().unwrap_or("a");
+                Cow::Owned(base.repeat(1 + next(3) as usize * (next(40) as usize)))
+            };
+            match if depth == 0 { next(4) } else { next(7) } {
+                0 => Value::Int(next(1000) as i64 - 500),
+                1 => Value::Str(s(next)),
+                2 => Value::Bool(next(2) == 0),
+                3 => Value::Float(0.25 * next(9) as f64 + 0.5),
+                4 => Value::Array((0..next(4)).map(|_| tree(depth - 1, next)).collect()),
+                _ => Value::Object(
+                    (0..next(4))
+                        .map(|i| (Cow::Owned(format!("{}{i}", s(next))), tree(depth - 1, next)))
+                        .collect(),
+                ),
+            }
+        }
+        let mut found = 0;
+        for _ in 0..300 {
+            let v = Value::Object(vec![(Cow::Borrowed("root"), tree(4, &mut next))]);
+            let mut text = Vec::new();
+            write_value(&mut text, &v);
+            found += copies_agree(simdutf8::basic::from_utf8(&text).unwrap_or_default());
+        }
+        assert!(found > 300, "{found}");
+    }
 
     #[test]
     fn ints_and_duplicate_keys() {

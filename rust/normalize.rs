@@ -284,6 +284,103 @@ impl LineEvents<'_> {
     pub fn string_json(&self, s: &str) -> Option<&str> {
         parse::StrSpan::find(self.strings, self.parsed_text?, s)
     }
+
+    /// The JSON text of `v`, a value of `parsed` (a node of its tree: a `&'v Value` a dialect
+    /// took from the line, never a value built apart; [`crate::fields::Val::Args`]), copied from
+    /// the line when the line is canonical: exactly what `jsonl::write_value(v)` would write.
+    /// The value's first byte is found from the first string it holds (a key or an item, whose
+    /// bytes the parser borrowed from the line, or a long string's [`parse::StrSpan`]), its
+    /// end from the last one, or by [`parse::skip_json`] from there; `None` when neither can be
+    /// found (an empty object, a list of numbers: short, written again).
+    pub fn value_json(&self, v: &Value<'_>) -> Option<&str> {
+        let text = self.parsed_text?;
+        let at = Place {
+            b: text.as_bytes(),
+            spans: self.strings,
+        };
+        let start = at.start(v)?;
+        let end = match at.end(v) {
+            Some(end) => end,
+            None => parse::skip_json(at.b, start, 0)?,
+        };
+        text.get(start..end)
+    }
+}
+
+/// Where the values of a canonical line stand in its text ([`LineEvents::value_json`]).
+struct Place<'t> {
+    b: &'t [u8],
+    spans: &'t [parse::StrSpan],
+}
+
+impl Place<'_> {
+    /// The offset of the opening quote of a string the parser borrowed from the line (one it
+    /// unescaped lies in a buffer of its own, which cannot overlap the line's bytes).
+    fn borrowed(&self, s: &str) -> Option<usize> {
+        let at = (s.as_ptr() as usize).checked_sub(self.b.as_ptr() as usize)?;
+        if at + s.len() >= self.b.len() {
+            return None;
+        }
+        let at = at.checked_sub(1)?;
+        (self.is(at, b'"') && self.is(at + s.len() + 1, b'"')).then_some(at)
+    }
+
+    /// The offset of the opening quote of a string of the line: borrowed, or a long one with
+    /// its span.
+    fn string(&self, s: &str) -> Option<usize> {
+        self.borrowed(s).or_else(|| self.span(s).map(|x| x.start))
+    }
+
+    fn span(&self, s: &str) -> Option<&parse::StrSpan> {
+        let key = (s.as_ptr() as usize, s.len());
+        self.spans.iter().find(|x| (x.ptr, x.len) == key)
+    }
+
+    fn is(&self, at: usize, c: u8) -> bool {
+        self.b.get(at) == Some(&c)
+    }
+
+    /// The offset of `v`'s first byte.
+    fn start(&self, v: &Value<'_>) -> Option<usize> {
+        match v {
+            Value::Str(s) => self.string(s),
+            Value::Object(pairs) => {
+                let key = self.string(&pairs.first()?.0)?;
+                let at = key.checked_sub(1)?;
+                self.is(at, b'{').then_some(at)
+            }
+            Value::Array(items) => {
+                let at = self.start(items.first()?)?.checked_sub(1)?;
+                self.is(at, b'[').then_some(at)
+            }
+            _ => None,
+        }
+    }
+
+    /// The offset just past `v`'s last byte.
+    fn end(&self, v: &Value<'_>) -> Option<usize> {
+        match v {
+            Value::Str(s) => match self.borrowed(s) {
+                Some(at) => Some(at + s.len() + 2),
+                None => self.span(s).map(|x| x.end),
+            },
+            Value::Object(pairs) => {
+                let (key, last) = pairs.last()?;
+                match self.end(last) {
+                    Some(end) if self.is(end, b'}') => Some(end + 1),
+                    _ => parse::skip_json(self.b, self.string(key)?, 1),
+                }
+            }
+            Value::Array(items) => {
+                let last = items.last()?;
+                match self.end(last) {
+                    Some(end) if self.is(end, b']') => Some(end + 1),
+                    _ => parse::skip_json(self.b, self.start(last)?, 1),
+                }
+            }
+            _ => None,
+        }
+    }
 }
 
 fn unknown<'v>() -> Event<'v> {

@@ -643,6 +643,47 @@ fn scan_str(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The end (exclusive) of a JSON value of canonical text `b` ([`Line::canonical`]: no blank,
+/// no raw control byte), scanned from `i`, where `depth` containers are already open: with
+/// `depth` 0, `i` must be at a `"`, `{` or `[` (the value's first byte); with `depth` > 0 the
+/// scan stops after the bracket that closes the last of them. Strings are skipped with
+/// [`scan_str`], so a long string costs a block scan, not a byte loop. `None` when `b` ends
+/// first (or `i` is at no such value). The writers use it to find the JSON text of a value of a
+/// canonical line ([`crate::normalize::LineEvents::value_json`]).
+pub fn skip_json(b: &[u8], mut i: usize, mut depth: usize) -> Option<usize> {
+    if depth == 0 && !matches!(b.get(i)?, b'"' | b'{' | b'[') {
+        return None;
+    }
+    loop {
+        match *b.get(i)? {
+            b'"' => {
+                let mut j = i + 1;
+                loop {
+                    j = scan_str(b, j);
+                    match *b.get(j)? {
+                        b'"' => break,
+                        b'\\' => j += 2,
+                        _ => j += 1,
+                    }
+                }
+                i = j + 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+        if depth == 0 {
+            return Some(i);
+        }
+    }
+}
+
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
     let digits = b.get(at..at + 4)?;
     let mut v = 0u32;
