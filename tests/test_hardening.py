@@ -659,3 +659,50 @@ def test_eighty_mixed_turns_on_eight_threads_end_as_they_should():
         t.join(600)
     assert not any(t.is_alive() for t in threads)
     assert wrong == []
+
+
+def test_run_turn_in_an_executor_has_a_cancel_hook():
+    """run_turn in loop.run_in_executor under asyncio.shield: cancelling the awaiting task
+    cannot reach the thread, but run_turn's cancel flag can: the turn ends interrupted at once
+    (it ran to its deadline, 19 s in the attack; here 60 s)."""
+    import asyncio
+    import functools
+
+    stop = threading.Event()
+    started = threading.Event()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        call = functools.partial(
+            run_turn,
+            contract(),
+            TurnRequest("go"),
+            deadline_s=60,
+            cancel=stop,
+            **FAST,
+            **harness("stream-forever"),
+        )
+        fut = loop.run_in_executor(None, call)
+
+        async def waiter():
+            started.set()
+            return await asyncio.shield(fut)
+
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0.5)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            stop.set()  # the hook: the thread sees it within a tick
+        return await fut
+
+    r = asyncio.run(main())
+    assert started.is_set() and r.process.cancelled and not r.process.timed_out
+    assert r.observations[-1]["type"] == "observation.finished"
+    assert r.observations[-1]["payload"]["stop_reason"] == "interrupted"
+
+
+def test_run_turn_refuses_a_cancel_that_is_not_a_flag():
+    with pytest.raises(TypeError, match="is_set"):
+        run_turn(contract(), TurnRequest("go"), cancel=True, **harness("exit", "0"))

@@ -56,6 +56,16 @@ _POLL_S = 0.1  # the consumer's wait wakes this often (KeyboardInterrupt is seen
 _EXIT_JOIN_S = 15.0  # at interpreter exit: wait this long for each cancelled turn
 
 
+class _EitherFlag:
+    """Set when either flag is set (the turn's own, the caller's ``cancel``)."""
+
+    def __init__(self, mine: threading.Event, caller: Any) -> None:
+        self._mine, self._caller = mine, caller
+
+    def is_set(self) -> bool:
+        return self._mine.is_set() or bool(self._caller.is_set())
+
+
 @dataclass(frozen=True)
 class TurnResult:
     observations: list[Observation]
@@ -168,9 +178,12 @@ class TurnStream:
         entrypoint_prefix: tuple[str, ...] = (),
         redact: bool = True,
         budget: TurnBudget | None = None,
+        cancel: Any = None,
         **executor_options: Any,
     ) -> None:
         contract = validate_contract(contract)
+        if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+            raise TypeError(f"cancel must have is_set() (a threading.Event), not {cancel!r}")
         check_request(request)
         if budget is not None and not isinstance(budget, TurnBudget):
             raise ContractError(
@@ -183,6 +196,7 @@ class TurnStream:
         self._stopped_by: str | None = None
         self._usage_events = 0
         self._cancel = threading.Event()
+        self._caller_cancel = cancel  # the caller's flag (run_turn's cancel hook), or None
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._observations: list[Observation] = []
         self._kept_bytes = 0
@@ -334,10 +348,18 @@ class TurnStream:
             self._queued += len(data)
             self._fold_wake.notify()
 
+    @property
+    def _flag(self) -> Any:
+        """The flag the executor watches: ``cancel()``, a budget's stop or the caller's own."""
+        caller = self._caller_cancel
+        if caller is None:
+            return self._cancel
+        return _EitherFlag(self._cancel, caller)
+
     def _read(self) -> None:
         try:
             self._process = run_process(
-                on_stdout=self._queue_stdout, cancel=self._cancel, **self._run_args
+                on_stdout=self._queue_stdout, cancel=self._flag, **self._run_args
             )
         except BaseException as exc:
             self._read_error = exc
@@ -631,14 +653,17 @@ def run_turn(
     implementation: str = "native",
     entrypoint: str | None = None,
     entrypoint_prefix: tuple[str, ...] = (),
+    cancel: Any = None,
     **executor_options: Any,
 ) -> TurnResult:
     """Run one turn of the harness for real and return its observations and new state.
 
     ``entrypoint`` overrides the contract's (e.g. a host path for a container image's binary);
     ``entrypoint_prefix`` are arguments put before the planned argv (e.g. a script path when
-    the entrypoint is an interpreter). Raises ``ContractError`` before anything runs. This is
-    :func:`stream_turn`, collected.
+    the entrypoint is an interpreter). ``cancel``: a flag (anything with ``is_set()``, e.g. a
+    ``threading.Event``) that another thread may set to stop the turn as ``TurnStream.cancel()``
+    does (the hook for ``run_turn`` in an executor thread, which nothing else can reach).
+    Raises ``ContractError`` before anything runs. This is :func:`stream_turn`, collected.
     """
     with stream_turn(
         contract,
@@ -650,6 +675,7 @@ def run_turn(
         implementation=implementation,
         entrypoint=entrypoint,
         entrypoint_prefix=entrypoint_prefix,
+        cancel=cancel,
         **executor_options,
     ) as stream:
         for _ in stream:
