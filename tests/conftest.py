@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import jsonschema_rs
 import pytest
@@ -61,6 +62,14 @@ def assert_valid(events: list[dict]) -> None:
     for ev in events:
         errors = [f"{e.instance_path}: {e.message}" for e in _VALIDATOR.iter_errors(ev)]
         assert not errors, f"schema-invalid event {ev!r}: {errors}"
+
+
+def shared_params(paths: list[Path]) -> list[Any]:
+    """The parameters of a test over files of ``../shared``: the files, or (where it is absent)
+    one skipped parameter that says why, rather than pytest's "got empty parameter set"."""
+    if paths:
+        return list(paths)
+    return [pytest.param(None, id="no-shared", marks=pytest.mark.skip(reason=NO_SHARED))]
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from hypothesis import given
 import checkfu_fast
 from checkfu_fast.arrow import row_to_event, rows_to_events
 from checkfu_fast.golden import strict_key
-from conftest import CORPUS, ROOT
+from conftest import CORPUS, ROOT, shared_params
 from test_differential import budget_options, streams
 
 pa = pytest.importorskip("pyarrow")
@@ -56,7 +56,7 @@ def test_golden_inputs(path: Path) -> None:
     check(data, "auto", batch_rows=3)
 
 
-@pytest.mark.parametrize("path", REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", shared_params(REAL), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_corpus(path: Path) -> None:
     check(path.read_bytes())
 

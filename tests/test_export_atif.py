@@ -12,7 +12,7 @@ import pytest
 import checkfu_fast
 from checkfu_fast.export import ATIF_VERSION, split_sessions, to_atif
 from checkfu_fast.usage import usage_totals
-from conftest import CORPUS, ROOT, SHARED
+from conftest import CORPUS, ROOT, SHARED, shared_params
 from harbor_models import load, validate
 
 GOLDEN = sorted((ROOT / "vectors" / "events").glob("*/*.expected.jsonl"))
@@ -60,7 +60,9 @@ def test_session_files_export_valid_atif(path: Path) -> None:
     assert _check_all(checkfu_fast.normalize(path.read_bytes())) >= 1
 
 
-@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path", shared_params(CORPUS_FILES), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_corpus_exports_valid_atif(path: Path) -> None:
     assert _check_all(checkfu_fast.normalize(path.read_bytes(), path.parent.name)) >= 1
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import checkfu_fast
 import checkfu_fast.reference
 from checkfu_fast.golden import strict_key
-from conftest import CORPUS, ROOT, needs_shared
+from conftest import CORPUS, ROOT, needs_shared, shared_params
 from test_differential import budget_options, streams
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
@@ -53,7 +53,7 @@ def test_golden_inputs(path: Path) -> None:
     check(data, "auto")
 
 
-@pytest.mark.parametrize("path", REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", shared_params(REAL), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_corpus(path: Path) -> None:
     check(path.read_bytes())
 
