@@ -550,3 +550,47 @@ def test_jsonl_of_junk_lines_is_output_sized(line: str) -> None:
     copy into Python, nothing per line beyond."""
     peak, kept = junk_peak(line, "jsonl")
     assert peak <= (64 if line == "y" else 96), (peak, kept)
+
+
+DICTS_UNDER_LIMIT = """
+import resource, sys
+import checkfu_fast
+def vm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+how, headroom = sys.argv[1], int(sys.argv[2]) << 20
+data = b"y\\n" * (16 << 20)  # 16 M junk lines: some GB of event dicts
+resource.setrlimit(resource.RLIMIT_AS, (vm() + headroom, resource.RLIM_INFINITY))
+try:
+    if how == "normalize":
+        checkfu_fast.normalize(data, "claude")
+    elif how == "lean":
+        checkfu_fast.normalize(data, "claude", fields="lean")
+    else:
+        n = checkfu_fast.Normalizer("claude")
+        n.feed(data)
+    print("no error")
+except MemoryError:
+    print("MemoryError")
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as Linux applies it")
+@pytest.mark.parametrize("headroom", [160, 330, 480])
+@pytest.mark.parametrize("how", ["normalize", "lean", "feed"])
+def test_the_dict_paths_run_out_of_memory_with_memory_error(how: str, headroom: int) -> None:
+    """Event dicts that do not fit under RLIMIT_AS: MemoryError wherever the allocation fails
+    (pyo3 panicked when CPython could not make a str or dict: PanicException "PyObject pointer
+    is null", sometimes twice over, in most trials)."""
+    r = subprocess.run(
+        [sys.executable, "-c", DICTS_UNDER_LIMIT, how, str(headroom)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # not SIGABRT (-6)
+    assert r.stdout.splitlines()[-1] == "MemoryError", (r.stdout, r.stderr[-2000:])

@@ -142,6 +142,16 @@ fn gc_paused<'py, T>(py: Python<'py>, big: bool, f: impl FnOnce() -> PyResult<T>
     result
 }
 
+/// `f`, which builds Python objects, with a panic taken for what it is: pyo3 panics when
+/// CPython cannot allocate an object that it makes infallibly (a `str`, a `dict`, an interned
+/// name: "PyObject pointer is null"), and the core has no panic of its own on input (no
+/// unwrap, no indexing). Out of memory is `MemoryError`, never `PanicException`.
+fn no_panic<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        // (no message: its str would be one more allocation; CPython keeps MemoryErrors ready)
+        .unwrap_or_else(|_| Err(PyMemoryError::new_err(())))
+}
+
 /// The dict [`Sink`]: each line's events converted and appended to `out`; prepare and map
 /// run with the GIL released for groups of at least [`DETACH_BYTES`].
 struct DictSink<'py, 'l> {
@@ -204,7 +214,8 @@ fn normalize<'py>(
         dialect_arg(dialect)?,
         budget_arg(max_line_bytes, max_depth, max_nodes)?,
     );
-    dicts(py, engine, &data, true, fields_arg(fields)?)
+    let sel = fields_arg(fields)?;
+    no_panic(|| dicts(py, engine, &data, true, sel))
 }
 
 /// The event dicts of `bytes` fed to `engine` (a fresh one), the stream finished when `last`;
@@ -484,7 +495,8 @@ fn _normalize_range<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
-    dicts(py, engine, &data, last, fields_arg(fields)?)
+    let sel = fields_arg(fields)?;
+    no_panic(|| dicts(py, engine, &data, last, sel))
 }
 
 /// Incremental normalizer: `feed(chunk)` then `finish()`.
@@ -680,8 +692,10 @@ impl Normalizer {
         let out = PyList::empty(py);
         let (engine, seq, keys) = (&mut state.engine, &mut state.seq, &mut state.keys);
         let mut sink = DictSink::new(py, keys, &out, state.sel);
-        let done = gc_paused(py, bytes.len() >= DETACH_BYTES, || {
-            sink::feed(engine, seq, bytes, &mut sink)
+        let done = no_panic(|| {
+            gc_paused(py, bytes.len() >= DETACH_BYTES, || {
+                sink::feed(engine, seq, bytes, &mut sink)
+            })
         });
         if done
             .as_ref()
@@ -700,7 +714,7 @@ impl Normalizer {
         }
         let out = PyList::empty(py);
         let mut sink = DictSink::new(py, &mut state.keys, &out, state.sel);
-        let done = sink::finish(&mut state.engine, &mut state.seq, &mut sink);
+        let done = no_panic(|| sink::finish(&mut state.engine, &mut state.seq, &mut sink));
         if done
             .as_ref()
             .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
