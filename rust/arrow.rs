@@ -84,16 +84,16 @@ impl Col {
         }
     }
 
-    /// The cell of an absent value: `false` in a non-null flag column, else null.
-    fn absent(&mut self, nullable: bool) {
+    /// `n` cells of an absent value: `false` in a non-null flag column, else null.
+    fn absent(&mut self, nullable: bool, n: usize) {
         match self {
-            Col::Str(b) => b.append_null(),
-            Col::U64(b) => b.append_null(),
-            Col::I64(b) => b.append_null(),
-            Col::F64(b) => b.append_null(),
-            Col::Bool(b) if !nullable => b.append_value(false),
-            Col::Bool(b) => b.append_null(),
-            Col::Time(b) => b.append_null(),
+            Col::Str(b) => b.append_nulls(n),
+            Col::U64(b) => b.append_nulls(n),
+            Col::I64(b) => b.append_nulls(n),
+            Col::F64(b) => b.append_nulls(n),
+            Col::Bool(b) if !nullable => b.append_n(n, false),
+            Col::Bool(b) => b.append_nulls(n),
+            Col::Time(b) => b.append_nulls(n),
         }
     }
 
@@ -112,6 +112,30 @@ impl Col {
             Col::Bool(b) => Arc::new(b.finish()),
             Col::Time(b) => Arc::new(b.finish()),
         }
+    }
+}
+
+/// A column: its builder, and the absent cells not appended yet (most columns are absent on
+/// most rows: a run of them is appended at once, when a value comes or the batch is cut).
+struct Column {
+    b: Col,
+    nullable: bool,
+    pending: usize,
+}
+
+impl Column {
+    /// The builder, the pending absent cells appended first.
+    #[inline]
+    fn get(&mut self) -> &mut Col {
+        if self.pending > 0 {
+            self.b.absent(self.nullable, self.pending);
+            self.pending = 0;
+        }
+        &mut self.b
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        self.get().finish()
     }
 }
 
@@ -300,8 +324,7 @@ pub fn timestamp_micros(s: &str) -> Option<i64> {
 
 /// The Arrow [`Sink`]: finished batches in `batches`.
 pub struct ArrowSink {
-    cols: Vec<Col>,
-    nullable: Vec<bool>,
+    cols: Vec<Column>,
     schema: SchemaRef,
     sel: Sel,
     rows: usize,
@@ -325,14 +348,16 @@ impl ArrowSink {
         let cols = schema
             .fields()
             .iter()
-            .map(|f| Col::new(f.data_type()))
+            .map(|f| Column {
+                b: Col::new(f.data_type()),
+                nullable: f.is_nullable(),
+                pending: 0,
+            })
             .collect();
-        let nullable = schema.fields().iter().map(|f| f.is_nullable()).collect();
         let find = |name: &str| schema.fields().iter().position(|f| f.name() == name);
         let (raw_col, parsed_col) = (find("raw"), find("parsed"));
         ArrowSink {
             cols,
-            nullable,
             sel,
             raw_col,
             parsed_col,
@@ -369,7 +394,7 @@ impl ArrowSink {
         if bytes > 0 && self.rows == 0 {
             for i in [self.raw_col, self.parsed_col].into_iter().flatten() {
                 if let Some(c) = self.cols.get_mut(i) {
-                    *c = Col::Str(LargeStringBuilder::with_capacity(rows, bytes));
+                    c.b = Col::Str(LargeStringBuilder::with_capacity(rows, bytes));
                 }
             }
         }
@@ -380,7 +405,7 @@ impl ArrowSink {
         if self.rows == 0 {
             return Ok(());
         }
-        let arrays = self.cols.iter_mut().map(Col::finish).collect();
+        let arrays = self.cols.iter_mut().map(Column::finish).collect();
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
@@ -401,8 +426,7 @@ impl ArrowSink {
 
 /// The Arrow [`Writer`]: one row, the selected fields' columns in order from `k`.
 struct RowWriter<'w, 'r> {
-    cols: &'w mut [Col],
-    nullable: &'w [bool],
+    cols: &'w mut [Column],
     k: usize,
     json: &'w mut Vec<u8>,
     rec: &'w LineEvents<'r>,
@@ -413,7 +437,7 @@ impl RowWriter<'_, '_> {
     fn col(&mut self) -> Option<&mut Col> {
         let k = self.k;
         self.k += 1;
-        self.cols.get_mut(k)
+        self.cols.get_mut(k).map(Column::get)
     }
 
     /// A JSON text cell from `write` (into the scratch buffer).
@@ -423,7 +447,7 @@ impl RowWriter<'_, '_> {
         let k = self.k;
         self.k += 1;
         if let Some(c) = self.cols.get_mut(k) {
-            c.str(utf8(self.json));
+            c.get().str(utf8(self.json));
         }
     }
 
@@ -443,7 +467,7 @@ impl RowWriter<'_, '_> {
             (Some(Col::I64(b)), Some(n)) => b.append_option(count_cell(n).0),
             (Some(Col::F64(b)), Some(Num::Float(f))) => b.append_value(f),
             (Some(Col::F64(b)), Some(Num::Int(i))) => b.append_value(i as f64),
-            (Some(c), _) => c.absent(true),
+            (Some(c), _) => c.absent(true, 1),
             (None, _) => {}
         }
         match v {
@@ -464,9 +488,8 @@ impl RowWriter<'_, '_> {
         for _ in 0..width(ty) {
             let k = self.k;
             self.k += 1;
-            let nullable = self.nullable.get(k).copied().unwrap_or(true);
             if let Some(c) = self.cols.get_mut(k) {
-                c.absent(nullable);
+                c.pending += 1;
             }
         }
     }
@@ -590,7 +613,6 @@ impl Sink for ArrowSink {
             }
             let mut w = RowWriter {
                 cols: &mut self.cols,
-                nullable: &self.nullable,
                 k: 0,
                 json: &mut self.json,
                 rec,
