@@ -161,3 +161,10 @@ def assert_wide_stream(events: list[dict], data: bytes) -> dict:
     assert (ev["encoding"], ev["streamBytes"]) == (found[0], len(data))
     assert ev["parsed"] is None
     return ev
+
+
+@pytest.fixture(autouse=True)
+def _own_cache_dir(tmp_path_factory, monkeypatch):
+    """``checkfu-fast report`` keeps a cache under ``$XDG_CACHE_HOME``: each test (and the
+    processes it starts) gets its own, never the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

@@ -17,6 +17,7 @@ __all__ = [
     "Mapping",
     "Normalizer",
     "__version__",
+    "_fingerprints",
     "_normalize_files_arrow",
     "_normalize_range",
     "_normalize_range_arrow",
@@ -172,6 +173,12 @@ def validate_journal(
 ) -> list[dict[str, Any]]: ...
 def parse_retry(message: str) -> tuple[str | None, int | None]:
     """``(retryAt, retryAfterMs)`` stated by an error message (rust/retry.rs)."""
+
+def _fingerprints(
+    paths: list[str], head: int, jobs: int | None = None
+) -> list[tuple[int, int, str] | None]:
+    """Per path ``(size, mtime_ns, hash of its first head bytes)``, None where it cannot be
+    read; on ``jobs`` threads, the GIL released (the report's cache keys)."""
 
 def _usage_fold_files(
     files: list[tuple[str, str | None]],

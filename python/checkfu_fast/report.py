@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import math
@@ -29,6 +30,7 @@ from .inputs import open_input
 from .outputs import printable
 from .paths import empty_dirs, expand, walk
 from .progress import Progress, wanted
+from .report_cache import Memo, SummaryCache
 from .usage import DIMENSIONS, StreamSummary, UsageFold
 
 # the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
@@ -98,6 +100,11 @@ def add_arguments(r: Any) -> None:
     r.add_argument("--prices", metavar="FILE", help="price file over the shipped snapshot")
     r.add_argument(
         "--no-estimate", action="store_true", help="keep only the costs the CLIs reported"
+    )
+    r.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every file again (no per-file cache under ~/.cache/checkfu_fast)",
     )
 
 
@@ -227,18 +234,21 @@ def fold_files(
     fold: UsageFold,
     names: list[str],
     dialect: Any = "auto",
-    progress: Progress | None = None,
     jobs: int | None = None,
+    cache: SummaryCache | None = None,
 ) -> Iterator[tuple[str, tuple[int, int] | None]]:
     """Fold the files ``names`` in order: each stream is folded by the core
     (``_native._usage_fold_files``: every core, the GIL released, no event dicts) into its
-    :class:`~checkfu_fast.usage.StreamSummary`, which is merged here. Yields, per name in
-    order, ``(name, (known, unknown))`` once it is merged, or ``(name, None)`` where the caller
-    must fold it itself (:func:`fold_stream`): ``-``, a file the core could not read (the
-    caller then meets the same error) or one with what only the Python fold reads right, and
-    every file when the core is absent. A name is yielded before the next batch is read, so
-    the caller's fold stays in file order."""
+    :class:`~checkfu_fast.usage.StreamSummary`, or taken from ``cache`` while the file is
+    unchanged (:mod:`checkfu_fast.report_cache`), and merged here. Yields, per name in order,
+    ``(name, (known, unknown))`` once it is merged, or ``(name, None)`` where the caller must
+    fold it itself (:func:`fold_stream`): ``-``, a file the core could not read (the caller
+    then meets the same error) or one with what only the Python fold reads right, and every
+    file when the core is absent. A name is yielded before the next batch is read, so the
+    caller's fold stays in file order."""
     native = _native_module()
+    if not isinstance(dialect, str):
+        cache = None  # a mapping file's dialect may change under the same name
     i = 0
     while i < len(names):
         if names[i] == "-" or native is None:
@@ -249,28 +259,46 @@ def fold_files(
         while i < len(names) and names[i] != "-" and len(batch) < BATCH:
             batch.append(names[i])
             i += 1
+        projects = [claude_project(n) for n in batch]
+        done: list[tuple[StreamSummary, int, int] | None] = [None] * len(batch)
+        keys: list[str] = []
+        fps: list[Any] = []
+        if cache is not None:
+            fps = cache.fingerprints(batch)
+            for k, name in enumerate(batch):
+                keys.append(cache.key(name, dialect, projects[k]))
+                hit = cache.get(keys[k], fps[k])
+                if hit is not None:
+                    done[k] = _summary(hit)
+        todo = [k for k in range(len(batch)) if done[k] is None]
         results = native._usage_fold_files(
-            [(n, claude_project(n)) for n in batch],
-            _native_dialect(dialect),
-            *BUDGET,
-            jobs,
+            [(batch[k], projects[k]) for k in todo], _native_dialect(dialect), *BUDGET, jobs
         )
-        for name, res in zip(batch, results, strict=True):
+        for k, res in zip(todo, results, strict=True):
             if res is None:
+                continue
+            done[k] = _summary(res)
+            if cache is not None:
+                cache.put(keys[k], fps[k], list(res))
+        for name, got in zip(batch, done, strict=True):
+            if got is None:
                 yield name, None
                 continue
-            summary, known, unknown = res
-            fold.merge(StreamSummary.of(summary))
-            if progress is not None:
-                progress.read(_size(name))
+            summary, known, unknown = got
+            fold.merge(summary)
             yield name, (known, unknown)
 
 
-def _size(path: str) -> int:
+def _summary(res: Any) -> tuple[StreamSummary, int, int] | None:
+    """A core result (or a cache entry) as ``(summary, known, unknown)``; None when it is not
+    one (a damaged cache entry: the file is folded again)."""
     try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+        summary, known, unknown = res
+        if not (isinstance(known, int) and isinstance(unknown, int)):
+            return None
+        return StreamSummary.of(summary), known, unknown
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
 
 
 def _native_module() -> Any:
@@ -499,6 +527,24 @@ def _day(flag: str, value: str | None) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """``checkfu-fast report``: the output is written at the end, and kept in the memo
+    (:func:`_memo_key`) when the run was clean."""
+    args.memo = None
+    out, buf = sys.stdout, io.StringIO()
+    sys.stdout = buf
+    try:
+        status = _main(args)
+    finally:
+        sys.stdout = out
+    text = buf.getvalue()
+    out.write(text)
+    if status == 0 and args.memo is not None:
+        memo, key = args.memo
+        memo.put(key, text)
+    return status
+
+
+def _main(args: argparse.Namespace) -> int:
     by = _by(args.by)
     tz = local_zone(args.tz)
     since, until = _day("--since", args.since), _day("--until", args.until)
@@ -533,7 +579,21 @@ def main(args: argparse.Namespace) -> int:
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
     dialect = args.dialect if args.dialect is not None else "auto"
-    for name, done in fold_files(fold, names, dialect, progress):
+    cache = memo = None
+    if not args.no_cache and _native_module() is not None:
+        cache = SummaryCache()
+        memo_key = _memo_key(args, names, cache, by, tz, since, until, status)
+        if memo_key is not None:
+            memo = Memo()
+            text = memo.get(memo_key)
+            if text is not None:  # the same options over the same unchanged files
+                for name in names:
+                    progress.file_done(name)
+                progress.close()
+                sys.stdout.write(text)
+                return 0
+            args.memo = (memo, memo_key)
+    for name, done in fold_files(fold, names, dialect, cache=cache):
         try:
             if done is not None:
                 known, unknown = done
@@ -558,6 +618,8 @@ def main(args: argparse.Namespace) -> int:
             status = 1
         progress.file_done(name)
     progress.close()
+    if cache is not None:
+        cache.save()
     totals = fold.totals(by_day="day" in by)
     rows = fold.rows()
     doc: dict[str, Any] = {"files": files, "total": totals["total"]}
@@ -578,6 +640,41 @@ def main(args: argparse.Namespace) -> int:
             text += _active_text(doc["active"], tz)
         sys.stdout.write(text)
     return status
+
+
+def _memo_key(
+    args: argparse.Namespace,
+    names: list[str],
+    cache: SummaryCache,
+    by: list[str],
+    tz: tzinfo,
+    since: str | None,
+    until: str | None,
+    status: int,
+) -> str | None:
+    """The key of this run's output in :class:`~checkfu_fast.report_cache.Memo`: the options
+    and every input's key and fingerprint; None where the output may differ on a re-run with
+    the same ones (``--active`` depends on the time, ``-`` on what is piped, a mapping file
+    on its text) or is not kept (a warning was given, a file cannot be read)."""
+    dialect = args.dialect if args.dialect is not None else "auto"
+    if status or args.active or "-" in names or not isinstance(dialect, str):
+        return None
+    prices = None
+    if args.prices:
+        try:
+            with open(args.prices, "rb") as f:
+                prices = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+        except OSError:
+            return None
+    fps = cache.fingerprints(names)
+    if any(fp is None for fp in fps):
+        return None
+    zone = getattr(tz, "key", None) or str(tz)
+    options = [by, zone, since, until, prices, args.no_estimate, args.json, args.csv, dialect]
+    files = [
+        [cache.key(n, dialect, claude_project(n)), fp] for n, fp in zip(names, fps, strict=True)
+    ]
+    return Memo.key([options, files])
 
 
 def _active_text(a: dict[str, Any] | None, tz: tzinfo) -> str:

@@ -122,3 +122,52 @@ pub(crate) fn _usage_fold_files<'py>(
     }
     Ok(out)
 }
+
+/// FNV-1a (64 bits): the hash of a file's head in its cache key (a change detector, not a
+/// digest: the size and modification time are in the key too).
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn fingerprint(path: &str, head: usize) -> std::io::Result<(u64, i128, String)> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let f = std::fs::File::open(path)?;
+    let meta = f.metadata()?;
+    let mut buf = Vec::new();
+    f.take(head as u64).read_to_end(&mut buf)?;
+    let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+    Ok((meta.size(), mtime_ns, format!("{:016x}", fnv1a(&buf))))
+}
+
+/// Per path `(size, mtime_ns, hash of the first head bytes)`, None where the file cannot be
+/// read; on `jobs` threads, the GIL released (the report's cache keys, `report_cache.py`).
+#[pyfunction]
+#[pyo3(signature = (paths, head, jobs = None))]
+pub(crate) fn _fingerprints<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    head: usize,
+    jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyList>> {
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    let results = py
+        .detach(|| {
+            crate::jsonl::par_map(paths.len(), jobs, |i| {
+                paths.get(i).and_then(|p| fingerprint(p, head).ok())
+            })
+        })
+        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let out = PyList::empty(py);
+    for r in results {
+        match r {
+            Some(t) => out.append(t)?,
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,154 @@
+"""``checkfu-fast report``'s cache (docs/usage.md, "The cache"): a re-run over unchanged files
+prints the same as a run without the cache, a changed file is read again, and a corrupt,
+foreign or other-version cache is ignored and rebuilt."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checkfu_fast import cli, report_cache
+from conftest import ROOT
+
+pytest.importorskip("checkfu_fast._native")
+
+EXAMPLES = ROOT / "docs" / "examples-sessions"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "projects" / "-home-dev-p").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    for name in ("claude-session.jsonl", "claude-subagent.jsonl"):
+        shutil.copy(EXAMPLES / name, root / "projects" / "-home-dev-p" / name)
+    for p in EXAMPLES.glob("codex-*.jsonl"):
+        shutil.copy(p, root / "sessions" / p.name)
+    return root
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    status = cli.main(["report", "--tz", "UTC", *argv])
+    return status, capsys.readouterr().out
+
+
+def cache_files() -> dict[str, Path]:
+    d = Path(report_cache.cache_dir())
+    return {p.name: p for p in d.glob("*.json")} if d.is_dir() else {}
+
+
+@pytest.mark.parametrize("by", ["session", "day,model", "block,project"])
+def test_rerun_prints_what_a_run_without_cache_prints(tree, capsys, monkeypatch, by) -> None:
+    fresh = run(capsys, "--no-cache", "--json", "--by", by, str(tree))
+    assert cache_files() == {}  # --no-cache writes nothing
+    assert run(capsys, "--json", "--by", by, str(tree)) == fresh  # builds the cache
+    assert set(cache_files()) == {"report-cache.json", "report-memo.json"}
+    assert run(capsys, "--json", "--by", by, str(tree)) == fresh  # the memo
+    # without the memo: every file from the per-file cache, no file read by the core
+    os.unlink(cache_files()["report-memo.json"])
+    from checkfu_fast import report
+
+    monkeypatch.setattr(report, "_native_module", lambda: _NoFold())
+    assert run(capsys, "--json", "--by", by, str(tree)) == fresh
+
+
+class _NoFold:
+    """The core with its fold taken away (fingerprints still taken)."""
+
+    def _usage_fold_files(self, files, *a, **k):
+        if files:
+            raise AssertionError(f"folded again: {files}")
+        return []
+
+
+def test_a_changed_file_is_read_again(tree, capsys) -> None:
+    run(capsys, "--json", str(tree))
+    f = tree / "projects" / "-home-dev-p" / "claude-session.jsonl"
+    lines = f.read_text().splitlines(keepends=True)
+    f.write_text("".join(lines[: len(lines) // 2]))  # the same head, another size
+    expected = run(capsys, "--no-cache", "--json", str(tree))
+    assert run(capsys, "--json", str(tree)) == expected
+    # the same size and time, another head: read again too
+    g = tree / "sessions" / "codex-rollout.jsonl"
+    st = g.stat()
+    data = bytearray(g.read_bytes())
+    data[data.index(b"019b")] = ord("1")
+    g.write_bytes(bytes(data))
+    os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns))
+    expected = run(capsys, "--no-cache", "--json", str(tree))
+    assert run(capsys, "--json", str(tree)) == expected
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "truncated", "version", "format", "hash", "entries", "empty"],
+)
+def test_corrupt_or_foreign_cache_is_ignored_and_rebuilt(tree, capsys, damage) -> None:
+    fresh = run(capsys, "--no-cache", "--json", "--by", "day,model", str(tree))
+    run(capsys, "--json", "--by", "day,model", str(tree))
+    files = cache_files()
+    for name, p in files.items():
+        data = p.read_bytes()
+        head, body = data.split(b"\n", 1)
+        meta = json.loads(head)
+        if damage == "garbage":
+            p.write_bytes(os.urandom(200))
+        elif damage == "truncated":
+            p.write_bytes(data[: len(data) // 2])
+        elif damage == "version":
+            meta["version"] = "0.0.0/0"
+            p.write_bytes(json.dumps(meta).encode() + b"\n" + body)
+        elif damage == "format":
+            meta["format"] = "someone else's"
+            p.write_bytes(json.dumps(meta).encode() + b"\n" + body)
+        elif damage == "hash":  # a changed byte in the entries
+            p.write_bytes(head + b"\n" + body.replace(b"1", b"2", 1))
+        elif damage == "entries":  # the right hash over entries of the wrong shape
+            bad = {k: ([1, 2], "x") for k in json.loads(body)} if "memo" in name else {}
+            report_cache._write(str(p), meta["format"], bad)
+            if name == "report-cache.json":  # each entry: the right key and fingerprint
+                lines = []
+                for line in body.split(b"\n"):
+                    key, _, rest = line.partition(b"\t")
+                    fp = json.loads(rest)[0]
+                    lines.append(key + b"\t" + json.dumps([fp, [[["x"]], 5], "k", None]).encode())
+                report_cache._write_body(str(p), meta["format"], b"\n".join(lines))
+        else:
+            p.write_bytes(b"")
+    assert run(capsys, "--json", "--by", "day,model", str(tree)) == fresh
+    # rebuilt: a valid cache again, used by the next run
+    rebuilt = report_cache.SummaryCache()
+    assert len(rebuilt.old) == len(list(tree.rglob("*.jsonl")))
+    assert run(capsys, "--json", "--by", "day,model", str(tree)) == fresh
+
+
+def test_memo_follows_the_options_and_the_files(tree, capsys) -> None:
+    for argv in (["--json"], ["--csv", "--by", "day"], ["--by", "model"], ["--json"]):
+        expected = run(capsys, "--no-cache", *argv, str(tree))
+        assert run(capsys, *argv, str(tree)) == expected
+        assert run(capsys, *argv, str(tree)) == expected
+    memo = report_cache.Memo()
+    assert len(memo.entries) == 3
+    # --active depends on the time: never kept
+    run(capsys, "--active", str(tree))
+    assert len(report_cache.Memo().entries) == 3
+
+
+def test_cache_dir_follows_xdg(monkeypatch, tmp_path) -> None:
+    assert report_cache.cache_dir({"XDG_CACHE_HOME": "/x/y", "HOME": "/h"}) == "/x/y/checkfu_fast"
+    assert report_cache.cache_dir({"XDG_CACHE_HOME": "rel", "HOME": "/h"}) == (
+        "/h/.cache/checkfu_fast"
+    )
+    assert report_cache.cache_dir({"HOME": "/h"}) == "/h/.cache/checkfu_fast"
+
+
+def test_unwritable_cache_dir_is_not_an_error(tree, capsys, monkeypatch, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where a directory should be
+    expected = run(capsys, "--no-cache", "--json", str(tree))
+    assert run(capsys, "--json", str(tree)) == expected
