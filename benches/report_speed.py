@@ -7,15 +7,21 @@ The tree: copies of the shipped claude session files and codex rollouts
 ``projects/`` and ``sessions/`` of a temporary directory. Timed, each single-threaded as users
 write them (issue 21's targets):
 
-- ``report``: ``checkfu-fast report --json --tz UTC DIR`` in a fresh process (its defaults:
-  estimates on);
+- ``report --no-cache``: ``checkfu-fast report --no-cache --json --tz UTC DIR`` in a fresh
+  process (its defaults otherwise: estimates on; the fold in the core on every core);
 - ``split+orjson``: read every file, split its lines and ``orjson.loads`` each (the floor of any
   Python reader);
 - ``python reader``: the 40-line script a user writes: orjson per line, claude assistant usage
   deduplicated by ``(message.id, requestId)`` keeping the largest (ccusage's rule), codex the last
   ``total_token_usage`` per file; it prints the same token totals (checked).
 
-Prints MB/s and the ratios (report / each other). Numbers depend on the machine and its load.
+Then, with the cache (``$XDG_CACHE_HOME`` in the temporary directory): the first run (which
+fills it), a re-run (the memo: the same options over unchanged files) and a re-run with the
+memo removed (every file's summary from the per-file cache, the fold across files redone).
+Every run's document must be the same.
+
+Prints MB/s, the ratios (report / each other), the re-run times, the report's peak RSS and the
+load averages before and after. Numbers depend on the machine and its load.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -112,31 +119,71 @@ def timed(fn, *a):
     return time.perf_counter() - t, r
 
 
-def report(root: Path) -> dict:
-    cmd = [sys.executable, "-m", "checkfu_fast", "report", "--json", "--tz", "UTC", str(root)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    out = subprocess.run(cmd, capture_output=True, check=True, env=env).stdout
-    return json.loads(out)
+def report_env(cache: Path) -> dict[str, str]:
+    """The report's environment: its own cache directory, and bytecode written (an installed
+    package has its .pyc files; this checkout's environment may say not to write them)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), XDG_CACHE_HOME=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def report(root: Path, cache: Path, *flags: str) -> tuple[dict, int]:
+    """``checkfu-fast report --json --tz UTC [flags] ROOT`` in a fresh process: its document
+    and its peak RSS (KiB)."""
+    cmd = [sys.executable, "-m", "checkfu_fast", "report", "--json", "--tz", "UTC", *flags]
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen([*cmd, str(root)], stdout=out, env=report_env(cache))
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            raise subprocess.CalledProcessError(p.returncode, cmd)
+        out.seek(0)
+        return json.loads(out.read()), usage.ru_maxrss
+
+
+def load() -> str:
+    """``uptime``'s load averages."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main(mb: float = 50.0) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        root = Path(d)
+        root = Path(d) / "tree"
+        cache = Path(d) / "cache"
         size = build(root, mb)
         paths = files(root)
-        t_rep, doc = timed(report, root)
+        report(root, cache, "--no-cache")  # warm: the page cache, the .pyc files
+        before = load()
+        t_rep, (doc, rss) = timed(report, root, cache, "--no-cache")
         t_split, _ = timed(split_orjson, paths)
         t_py, (inp, out) = timed(python_reader, paths)
+        t_first, (first, rss_first) = timed(report, root, cache)  # fills the cache
+        t_memo, (again, rss_memo) = timed(report, root, cache)  # the memo
+        shutil.rmtree(cache / "checkfu_fast" / "memo")
+        t_files, (files_doc, _) = timed(report, root, cache)  # the per-file cache
         assert (doc["total"]["inputTokens"], doc["total"]["outputTokens"]) == (inp, out)
+        assert doc == first == again == files_doc
         mib = size / (1 << 20)
         res = {
             "MiB": round(mib, 1),
             "files": len(paths),
-            "report MB/s": round(mib / t_rep, 1),
+            "load": f"{before} -> {load()}",
+            "report --no-cache MB/s": round(mib / t_rep, 1),
             "split+orjson MB/s": round(mib / t_split, 1),
             "python reader MB/s": round(mib / t_py, 1),
             "report / split+orjson": round(t_split / t_rep, 2),
             "report / python reader": round(t_py / t_rep, 2),
+            "report first run with cache s": round(t_first, 3),
+            "re-run s (memo)": round(t_memo, 3),
+            "re-run s (per-file cache)": round(t_files, 3),
+            "peak RSS MiB (--no-cache, first with cache, memo)": [
+                round(rss / 1024, 1),
+                round(rss_first / 1024, 1),
+                round(rss_memo / 1024, 1),
+            ],
         }
         return res
 

@@ -1,9 +1,12 @@
 """``checkfu-fast report``: token and cost totals of many agent streams (docs/usage.md).
 
-Each file is streamed through :class:`checkfu_fast.Normalizer` (only the fields the fold reads,
-:data:`FOLD_FIELDS`: no ``raw``, no ``parsed``) in 64 KiB chunks and folded into
-one :class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of groups, not
-by the number or size of the files. Directories are walked by the shared rule of
+Each file's stream is folded by the core (:func:`fold_files`: ``_native._usage_fold_files``,
+every core, no event dicts) into a :class:`checkfu_fast.usage.StreamSummary`, or taken from the
+per-file cache (:mod:`checkfu_fast.report_cache`), and merged in file order into one
+:class:`checkfu_fast.usage.UsageFold`, so memory stays bounded by the number of groups, not by
+the size of the files. Stdin and the files the core leaves to Python are streamed through
+:class:`checkfu_fast.Normalizer` (only :data:`FOLD_FIELDS`: no ``raw``, no ``parsed``) in
+64 KiB chunks (:func:`fold_stream`). Directories are walked by the shared rule of
 :mod:`checkfu_fast.paths` (recursive, stream file suffixes only, hidden entries skipped, stable
 sorted order). Without a path, the default locations of claude and codex are read
 (:func:`default_paths`).
@@ -671,10 +674,8 @@ def _memo_key(
         return None
     zone = getattr(tz, "key", None) or str(tz)
     options = [by, zone, since, until, prices, args.no_estimate, args.json, args.csv, dialect]
-    files = [
-        [cache.key(n, dialect, claude_project(n)), fp] for n, fp in zip(names, fps, strict=True)
-    ]
-    return Memo.key([options, files])
+    # a file's cache key follows from its name and the working directory
+    return Memo.key([options, os.getcwd(), names, fps])
 
 
 def _active_text(a: dict[str, Any] | None, tz: tzinfo) -> str:

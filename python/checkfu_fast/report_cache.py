@@ -32,7 +32,7 @@ HEAD = 4096
 #: Entries kept at most (those of the last run first): the cache of a huge tree stays bounded.
 MAX_ENTRIES = 200_000
 NAME = "report-cache.json"
-MEMO_NAME = "report-memo.json"
+MEMO_DIR = "memo"
 #: Outputs kept by :class:`Memo`.
 MEMO_ENTRIES = 16
 
@@ -205,28 +205,45 @@ def _replace(path: str, data: bytes) -> None:
 
 
 class Memo:
-    """The last outputs of ``report`` (at most :data:`MEMO_ENTRIES`), each keyed on its
-    options and every input's cache key and fingerprint: a re-run over unchanged files with
-    the same options prints it again without folding anything. Same file rules as the cache."""
+    """The last outputs of ``report`` (at most :data:`MEMO_ENTRIES`, one file each under
+    ``memo/``), each keyed on its options and every input's fingerprint: a re-run over
+    unchanged files with the same options prints it again without folding anything. Each
+    file has the cache's header line (format, version, hash of the rest)."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self.path = os.path.join(directory or cache_dir(), MEMO_NAME)
-        doc = _read(self.path, MEMO_FORMAT)
-        ok = isinstance(doc, dict) and all(isinstance(v, str) for v in doc.values())
-        self.entries: dict[str, str] = doc if ok else {}
+        self.dir = os.path.join(directory or cache_dir(), MEMO_DIR)
 
     @staticmethod
     def key(parts: Any) -> str:
         text = json.dumps(parts, separators=(",", ":"))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
+    def _path(self, key: str) -> str:
+        return os.path.join(self.dir, key + ".txt")
+
     def get(self, key: str) -> str | None:
-        return self.entries.get(key)
+        body = _read_body(self._path(key), MEMO_FORMAT)
+        try:
+            return None if body is None else body.decode()
+        except UnicodeDecodeError:
+            return None
 
     def put(self, key: str, text: str) -> None:
-        entries = {k: v for k, v in self.entries.items() if k != key}
-        while len(entries) >= MEMO_ENTRIES:
-            del entries[next(iter(entries))]  # the oldest
-        entries[key] = text
-        self.entries = entries
-        _write(self.path, MEMO_FORMAT, entries)
+        _write_body(self._path(key), MEMO_FORMAT, text.encode())
+        try:
+            kept = sorted(
+                (e.stat().st_mtime_ns, e.path)
+                for e in os.scandir(self.dir)
+                if e.name.endswith(".txt")
+            )
+            for _, path in kept[: max(len(kept) - MEMO_ENTRIES, 0)]:
+                os.unlink(path)  # the oldest
+        except OSError:
+            pass
+
+    def entries(self) -> list[str]:
+        """The keys kept."""
+        try:
+            return [e.name[:-4] for e in os.scandir(self.dir) if e.name.endswith(".txt")]
+        except OSError:
+            return []
