@@ -23,7 +23,9 @@ import report_speed
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
-    disabled = request.config.getoption("benchmark_disable", False)
+    opt = request.config.getoption
+    # pytest-benchmark's own rule: --benchmark-enable wins over the project's --benchmark-disable
+    disabled = opt("benchmark_disable", False) and not opt("benchmark_enable", False)
     mb = 0.5 if disabled else float(os.environ.get("REPORT_BENCH_MB", "200"))
     d = tmp_path_factory.mktemp("report-bench")
     size = report_speed.build(d / "tree", mb)

@@ -679,13 +679,67 @@ pub fn fold_bytes(
     Ok(fold.finish())
 }
 
-/// Fold the file at `path` (decompressed as read), read in chunks.
+std::thread_local! {
+    /// Each worker thread's read buffer, reused from file to file (a fresh zeroed 1 MiB
+    /// buffer per file, and the decompression layer's, cost more than folding a small
+    /// session file).
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Fold the file at `path`, read in chunks; a gzip or zstd file (by its magic, as
+/// `input::open_input`) is decompressed as read.
 pub fn fold_file(
     path: &Path,
     dialect: Option<AnyDialect>,
     budget: Budget,
     project: Option<String>,
 ) -> io::Result<Outcome> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let plain = READ_BUF.with(|cell| -> io::Result<Option<Outcome>> {
+        let Ok(mut buf) = cell.try_borrow_mut() else {
+            return Ok(None);
+        };
+        if buf.len() < crate::jsonl::READ_CHUNK {
+            OutOfMemory::reserve(&mut buf, crate::jsonl::READ_CHUNK).map_err(io_oom)?;
+            buf.resize(crate::jsonl::READ_CHUNK, 0);
+        }
+        let mut engine = Engine::new(dialect.clone(), budget);
+        let mut fold = StreamFold::new(project.clone());
+        let mut seq = 0u64;
+        let mut first = true;
+        loop {
+            let mut n = 0;
+            // the first chunk: at least the 4 bytes of a magic, or the whole file
+            loop {
+                match file.read(buf.get_mut(n..).unwrap_or_default()) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+                if !first || n >= 4 {
+                    break;
+                }
+            }
+            let chunk = buf.get(..n).unwrap_or_default();
+            if first {
+                first = false;
+                if crate::input::compression(chunk) != crate::input::Compression::None {
+                    return Ok(None); // read through the decompressing input
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            sink::feed(&mut engine, &mut seq, chunk, &mut fold).map_err(io_oom)?;
+        }
+        sink::finish(&mut engine, &mut seq, &mut fold).map_err(io_oom)?;
+        Ok(Some(fold.finish()))
+    })?;
+    if let Some(out) = plain {
+        return Ok(out);
+    }
     let mut engine = Engine::new(dialect, budget);
     let mut fold = StreamFold::new(project);
     let mut seq = 0u64;

@@ -188,3 +188,18 @@ def test_unreadable_file_is_left_to_the_python_path(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
     assert core_summary(bad, "auto", None) is None
+
+
+def test_compressed_and_tiny_files(tmp_path: Path) -> None:
+    """A gzip file (by its magic, whatever its name) is decompressed as read; files shorter
+    than a magic and empty files are folded like any other."""
+    import gzip
+
+    data = (ROOT / "docs" / "examples-sessions" / "claude-session.jsonl").read_bytes()
+    gz = tmp_path / "s.jsonl"
+    gz.write_bytes(gzip.compress(data))
+    assert core_summary(gz, "auto", "p") == python_summary(data, "auto", "p")
+    for tiny in (b"", b"{", b"{}\n", b"\x1f"):
+        t = tmp_path / "t.jsonl"
+        t.write_bytes(tiny)
+        assert core_summary(t, "auto", None) == python_summary(tiny, "auto", None), tiny
