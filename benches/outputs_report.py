@@ -72,30 +72,34 @@ def memory(size: int = 8 << 20) -> str:
     from corpus import make_corpus, make_mixed
 
     rows = [
-        "| corpus | result | Python, kept alive per input MB | Python, peak per input MB "
-        "| Arrow buffers per input MB |"
+        "| corpus | result | fields | Python, kept alive per input MB "
+        "| Python, peak per input MB | Arrow buffers per input MB |"
     ]
-    rows.append("|---|---|---:|---:|---:|")
+    rows.append("|---|---|---|---:|---:|---:|")
     for name in ("claude", "mixed"):
         data = make_mixed(size) if name == "mixed" else make_corpus(name, size)
-        mb = len(data) / 1e6
+        mb = len(data)  # bytes per input byte = MB per input MB
         for label, fn in (
             ("dicts (`normalize`)", checkfu_fast.normalize),
             ("JSONL (`normalize_jsonl`)", checkfu_fast.normalize_jsonl),
             ("Arrow (`normalize_arrow`)", checkfu_fast.normalize_arrow),
         ):
-            gc.collect()
-            tracemalloc.start()
-            result = fn(data)
-            kept, peak = tracemalloc.get_traced_memory()
-            tracemalloc.stop()
-            native = "-"
-            if label.startswith("Arrow"):
-                import pyarrow as pa
+            for fields in ("all", "lean"):
+                gc.collect()
+                tracemalloc.start()
+                result = fn(data, fields=fields)
+                kept, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+                native = "-"
+                if label.startswith("Arrow"):
+                    import pyarrow as pa
 
-                native = f"{pa.table(result).get_total_buffer_size() / mb:,.0f}"
-            del result
-            rows.append(f"| {name} | {label} | {kept / mb:,.0f} | {peak / mb:,.0f} | {native} |")
+                    native = f"{pa.table(result).get_total_buffer_size() / mb:,.2f}"
+                del result
+                rows.append(
+                    f"| {name} | {label} | {fields} | {kept / mb:,.2f} | {peak / mb:,.2f} "
+                    f"| {native} |"
+                )
     return "\n".join(rows)
 
 

@@ -1,0 +1,177 @@
+"""``checkfu-fast normalize --jobs N`` as a user runs it: wall time, peak RSS, a hashing control.
+
+    PYTHONPATH=python python3 benches/cli_jobs.py [--file-mb 24] [--rounds 3] [--dir-mb 1024]
+
+1. Speed: four files (the claude and mixed bench corpora, ``--file-mb`` each, two of each),
+   ``checkfu-fast normalize --jobs 1`` and ``--jobs 2`` with the JSONL to ``/dev/null``, in
+   fresh processes, alternated, the fastest of ``--rounds`` each; beside them, in the same run,
+   the same four files hashed (SHA-256, which releases the GIL) on one and on two threads: what
+   two cores gave at that moment on this machine (1.0x when another job holds the second one).
+2. Memory: a directory of ``--dir-mb`` MiB (default 1 GiB: eight files, the corpora repeated),
+   ``--jobs 2``: JSONL to ``/dev/null`` and Parquet to a temporary file, full and lean; the peak
+   RSS of each child (``ru_maxrss`` from ``os.wait4``; this driver stays small, and Linux carries
+   a parent's peak into a child's ``ru_maxrss`` only up to the parent's own, the "import only"
+   floor printed beside).
+
+``uptime`` is printed before and after: the machine's load is part of every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+MiB = 1 << 20
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def run(args: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of ``python -m checkfu_fast ARGS`` in a fresh process."""
+    t = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "checkfu_fast", *args], stdout=stdout)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed ({status}): {args}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def floor_rss() -> float:
+    p = subprocess.Popen([sys.executable, "-c", "import checkfu_fast"])
+    _, _, usage = os.wait4(p.pid, 0)
+    return usage.ru_maxrss / 1024
+
+
+def hash_files(files: list[Path], threads: int) -> float:
+    """Seconds to SHA-256 ``files`` (read in 1 MiB pieces) on ``threads`` threads."""
+    todo = list(files)
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                f = todo.pop(0)
+            h = hashlib.sha256()
+            with f.open("rb") as r:
+                while piece := r.read(MiB):
+                    h.update(piece)
+
+    t = time.perf_counter()
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return time.perf_counter() - t
+
+
+def best(rounds: int, fns: dict[str, Callable[[], float]]) -> dict[str, float]:
+    """The fastest of ``rounds`` of each, the functions alternated round by round."""
+    out = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            out[k] = min(out[k], fn())
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--file-mb", type=int, default=24)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dir-mb", type=int, default=1024)
+    p.add_argument("--skip-memory", action="store_true")
+    args = p.parse_args()
+    from corpus import make_corpus, make_mixed
+
+    print(f"before: {uptime()}")
+    with tempfile.TemporaryDirectory(prefix="cli-jobs-") as tmp:
+        root = Path(tmp)
+        size = args.file_mb * MiB
+        corpora = {"claude": make_corpus("claude", size), "mixed": make_mixed(size)}
+        files = []
+        for i in range(4):
+            name = ("claude", "mixed")[i % 2]
+            f = root / "four" / f"{i}-{name}.jsonl"
+            f.parent.mkdir(exist_ok=True)
+            f.write_bytes(corpora[name])
+            files.append(f)
+        big = root / "dir"
+        big.mkdir()
+        per = args.dir_mb * MiB // 8
+        data = b""
+        for i in range(0 if args.skip_memory else 8):
+            name = ("claude", "mixed")[i % 2]
+            data = corpora[name]
+            with (big / f"{i}-{name}.jsonl").open("wb") as w:
+                written = 0
+                while written < per:
+                    w.write(data)
+                    written += len(data)
+        # the children's ru_maxrss starts from this process's resident size when they fork:
+        # the corpora go first
+        del corpora, data
+        gc.collect()
+        mb = sum(f.stat().st_size for f in files) / 1e6
+        paths = [str(f) for f in files]
+        hash_files(files, 1)  # the page cache warm for everyone
+        t = best(
+            args.rounds,
+            {
+                "jobs1": lambda: run(["normalize", "--jobs", "1", *paths])[0],
+                "jobs2": lambda: run(["normalize", "--jobs", "2", *paths])[0],
+                "hash1": lambda: hash_files(files, 1),
+                "hash2": lambda: hash_files(files, 2),
+            },
+        )
+        print(f"\n4 files, {mb:.0f} MB in all, fastest of {args.rounds} rounds:\n")
+        print("| run | seconds | MB/s | jobs 2 / jobs 1 |")
+        print("|---|---:|---:|---:|")
+        for a, b, label in (
+            ("jobs1", "jobs2", "`checkfu-fast normalize --jobs {n}` > /dev/null"),
+            ("hash1", "hash2", "SHA-256 of the files on {n} thread(s) (control)"),
+        ):
+            for k, n in ((a, 1), (b, 2)):
+                ratio = f"{t[a] / t[b]:.2f}x" if k == b else ""
+                print(f"| {label.format(n=n)} | {t[k]:.2f} | {mb / t[k]:.0f} | {ratio} |")
+        print(f"\nafter speed: {uptime()}")
+        if args.skip_memory:
+            return
+        mb = sum(f.stat().st_size for f in big.iterdir()) / 1e6
+        out = root / "out.parquet"
+        print(f"\ndirectory of 8 files, {mb:.0f} MB, --jobs 2, one run each:\n")
+        print("| output | fields | peak RSS MiB | seconds | MB/s |")
+        print("|---|---|---:|---:|---:|")
+        for fmt, fields in (
+            ("jsonl", "all"),
+            ("jsonl", "lean"),
+            ("parquet", "all"),
+            ("parquet", "lean"),
+        ):
+            cmd = ["normalize", "--jobs", "2", "--fields", fields]
+            if fmt == "parquet":
+                cmd += ["--format", "parquet", "-o", str(out)]
+            wall, rss = run([*cmd, str(big)])
+            out.unlink(missing_ok=True)
+            print(f"| {fmt} | {fields} | {rss:.0f} | {wall:.1f} | {mb / wall:.0f} |")
+        print(f"| `import checkfu_fast` only | | {floor_rss():.0f} | | |")
+    print(f"\nafter: {uptime()}")
+
+
+if __name__ == "__main__":
+    main()
