@@ -625,3 +625,36 @@ def test_report_on_a_short_line_gzip_bomb_stays_small(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert int(r.stderr.split()[-1]) <= 64, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("fmt", ["arrow", "parquet"])
+def test_ctrl_c_stops_an_arrow_or_parquet_file_being_written(tmp_path: Path, fmt: str) -> None:
+    """Ctrl-C while normalize_files writes Arrow/Parquet to out_dir: the file being written
+    stops at its next batch and leaves nothing (it ran to its end and landed in out_dir)."""
+    pytest.importorskip("pyarrow")
+    import signal
+    import time
+
+    line = json.dumps(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "x" * 40}]}}
+    ).encode()
+    big = tmp_path / "big.jsonl.gz"
+    big.write_bytes(gzip.compress((line + b"\n") * 2_000_000, compresslevel=1, mtime=0))
+    out = tmp_path / "out"
+    out.mkdir()
+    script = INTERRUPTED.replace("jobs=1)", f"jobs=1, format={fmt!r})")
+    p = subprocess.Popen(
+        [sys.executable, "-c", script, str(big), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == b"start\n"
+        time.sleep(1.0)  # the first chunks are being written by now (all: seconds more)
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)  # a hang guard, not a timing assert
+    finally:
+        p.kill()
+    assert stdout == b"interrupted\n", (stdout, stderr[-2000:])
+    assert list(out.iterdir()) == []

@@ -366,17 +366,20 @@ def _table_files(
             if isinstance(r, tuple):
                 raise _file_error(p, r)
         return cast("list[Any]", results)
+    import threading
     from concurrent.futures import ThreadPoolExecutor, wait
 
     threads = min(jobs or os.cpu_count() or 1, max(len(inputs), 1))
+    stop = threading.Event()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [
-            pool.submit(_table_file, p, out, format, dialect, budgets, fields)
+            pool.submit(_table_file, p, out, format, dialect, budgets, fields, stop)
             for p, out in zip(inputs, outputs, strict=True)
         ]
         try:
             wait(futures)
-        except BaseException:  # Ctrl-C: files not started are not started
+        except BaseException:  # Ctrl-C: files not started are not started, and those being
+            stop.set()  # written stop at their next batch (their partial outputs removed)
             for f in futures:
                 f.cancel()
             raise
@@ -392,13 +395,15 @@ def _table_file(
     dialect: str | MappedDialect,
     budgets: tuple[int, int, int],
     fields: list[str] | None,
+    stop: Any = None,
 ) -> None:
     """One Arrow/Parquet output, written to a temporary file renamed onto ``out`` when complete
-    (:func:`checkfu_fast.outputs.atomic_output`: no symlink followed, nothing half-written)."""
+    (:func:`checkfu_fast.outputs.atomic_output`: no symlink followed, nothing half-written);
+    ``stop`` (a ``threading.Event``) set: abandoned at the next batch."""
     from .arrow import write_table_file
 
     with atomic_output(out) as tmp:
-        write_table_file(path, tmp, format, dialect, budgets, fields)
+        write_table_file(path, tmp, format, dialect, budgets, fields, stop=stop)
 
 
 def _files(

@@ -193,6 +193,10 @@ def write_parquet(
     return rows
 
 
+class Interrupted(Exception):
+    """A table file abandoned because its ``normalize_files`` call was interrupted."""
+
+
 def write_table_file(
     path: str,
     out: str,
@@ -200,11 +204,14 @@ def write_table_file(
     dialect: Any,
     budgets: tuple[int, int, int],
     fields: Any = None,
+    *,
+    stop: Any = None,
 ) -> None:
     """One input's events into ``out``: a Parquet file (``fmt="parquet"``) or an Arrow IPC file
     (``"arrow"``, ``pyarrow.ipc.open_file`` reads it), the columns of
     :func:`checkfu_fast.normalize_arrow`, written batch by batch (memory bounded by
-    :data:`READ_CHUNK`). On failure a partial ``out`` it began is removed and the error raised."""
+    :data:`READ_CHUNK`). On failure a partial ``out`` it began is removed and the error raised;
+    ``stop`` (anything with ``is_set()``) set: the same at the next batch (``Interrupted``)."""
     pa, pq = _pyarrow()
 
     def open_writer(schema: Any) -> Any:
@@ -213,6 +220,8 @@ def write_table_file(
     writer: Any = None
     try:
         for batch in _file_batches(path, dialect, budgets, fields):
+            if stop is not None and stop.is_set():
+                raise Interrupted(f"{path}: stopped (the call was interrupted)")
             if writer is None:
                 writer = open_writer(batch.schema)
             writer.write_batch(batch)
