@@ -545,13 +545,13 @@ impl Writer for RowWriter<'_, '_> {
                 }
                 None => self.json_cell(|o| write_str(o, t)),
             },
-            (_, Val::Changes(changes)) => self.json_cell(|o| {
+            (_, Val::List(list)) => self.json_cell(|o| {
                 o.push(b'[');
-                for (i, c) in changes.iter().enumerate() {
+                for (i, obj) in list.objs().enumerate() {
                     if i > 0 {
                         o.push(b',');
                     }
-                    crate::jsonl::write_object(o, fields::Obj::Change(c));
+                    crate::jsonl::write_object(o, obj);
                 }
                 o.push(b']');
             }),

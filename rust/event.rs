@@ -169,6 +169,22 @@ pub struct Subagent<'v> {
     pub alias: Option<&'v str>,
 }
 
+/// One rate-limit reading (`rateLimits`): how much of a quota window is used and when it
+/// resets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimit<'v> {
+    /// The window's length (`5h`, `7d`, `30m`, [`window_of_minutes`]); where the CLI gives
+    /// none, the limit's own name.
+    pub window: Text<'v>,
+    /// Percent of the window used (0-100, more in overage), as the CLI counts it.
+    pub used_percent: Num,
+    /// When the window resets, RFC 3339 UTC; `None` when the line cannot say.
+    pub resets_at: Option<String>,
+    /// Which limit: codex `primary`/`secondary` (prefixed `<limit_id>.` for a limit other than
+    /// the default `codex`), claude's `rateLimitType` (`five_hour`, `seven_day_opus`, ...).
+    pub limit_type: Text<'v>,
+}
+
 /// Per-event oneshot extras, in output order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Extra<'v> {
@@ -190,6 +206,8 @@ pub struct Extra<'v> {
     /// and the part of them written with the 1-hour TTL (`cacheWrite1hTokens`).
     pub cache_write_tokens: Option<Num>,
     pub cache_write_1h_tokens: Option<Num>,
+    /// The rate-limit readings a line reports (`rateLimits`).
+    pub rate_limits: Vec<RateLimit<'v>>,
     /// On a success result: the result gives no answer (`emptyResult`).
     pub empty_result: bool,
     /// The event's text is the run's answer (`answer`: cursor's plan).
@@ -682,6 +700,48 @@ pub fn cache_writes<'v>(
     ev
 }
 
+/// A window length in minutes as `rateLimits` names it (`window_of_minutes` of the
+/// reference): under an hour `<m>m`; else rounded to the nearest hour, `<d>d` for whole days
+/// (`10079` -> `7d`), `<h>h` otherwise (`299` -> `5h`); `None` for no length (`< 1`).
+pub fn window_of_minutes(m: i64) -> Option<String> {
+    if m < 1 {
+        return None;
+    }
+    if m < 60 {
+        return Some(format!("{m}m"));
+    }
+    let h = (i128::from(m) + 30) / 60;
+    Some(if h % 24 == 0 {
+        format!("{}d", h / 24)
+    } else {
+        format!("{h}h")
+    })
+}
+
+/// A utilization fraction (claude's `0.41`) as a percent (`41.0`): the decimal point of the
+/// number's shortest text moved two places, so `0.57` is `57.0`, not `56.99999999999999`
+/// (`percent_of_fraction` of the reference). `None` for anything but a count.
+pub fn percent_of_fraction(v: Option<&Value<'_>>) -> Option<Num> {
+    match Num::count(v)? {
+        Num::Int(i) => Some(Num::Int(i * 100)),
+        Num::Float(f) => {
+            let text = format!("{f:e}");
+            let (mantissa, exp) = text.split_once('e')?;
+            let exp: i32 = exp.parse().ok()?;
+            let shifted: f64 = format!("{mantissa}e{}", exp + 2).parse().ok()?;
+            shifted.is_finite().then_some(Num::Float(shifted))
+        }
+    }
+}
+
+/// `rateLimits` on an event, when the line gave any reading.
+pub fn with_rate_limits<'v>(mut ev: Event<'v>, readings: Vec<RateLimit<'v>>) -> Event<'v> {
+    if !readings.is_empty() {
+        ev.x().rate_limits = readings;
+    }
+    ev
+}
+
 /// `tokensBefore`/`tokensAfter` on a compaction event (`compaction_tokens`).
 pub fn compaction_tokens<'v>(mut ev: Event<'v>, v: &'v Value<'v>) -> Event<'v> {
     const PAIRS: [(&str, &str); 3] = [
@@ -775,6 +835,28 @@ mod tests {
         assert_eq!(tool_class("WebFetch", None), None);
         // U+212A KELVIN SIGN lowercases to an ASCII 'k', as in Python
         assert_eq!(tool_class("NOTEBOO\u{212A}EDIT", None), Some("filesystem"));
+    }
+
+    #[test]
+    fn windows_and_percents() {
+        let w = |m| window_of_minutes(m);
+        assert_eq!(w(300).as_deref(), Some("5h"));
+        assert_eq!(w(299).as_deref(), Some("5h"));
+        assert_eq!(w(10_080).as_deref(), Some("7d"));
+        assert_eq!(w(10_079).as_deref(), Some("7d"));
+        assert_eq!(w(1_440).as_deref(), Some("1d"));
+        assert_eq!(w(90).as_deref(), Some("2h"));
+        assert_eq!(w(15).as_deref(), Some("15m"));
+        assert_eq!(w(0), None);
+        assert!(w(i64::MAX).is_some());
+        let p = |v: Value<'static>| percent_of_fraction(Some(&v));
+        assert_eq!(p(Value::Float(0.57)), Some(Num::Float(57.0)));
+        assert_eq!(p(Value::Float(0.41)), Some(Num::Float(41.0)));
+        assert_eq!(p(Value::Float(1e-5)), Some(Num::Float(0.001)));
+        assert_eq!(p(Value::Float(1.0)), Some(Num::Float(100.0)));
+        assert_eq!(p(Value::Int(1)), Some(Num::Int(100)));
+        assert_eq!(p(Value::Float(-0.5)), None);
+        assert_eq!(p(Value::Float(f64::MAX)), None);
     }
 
     #[test]

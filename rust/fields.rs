@@ -7,7 +7,9 @@
 //! A [`Sel`] (projection) picks the top-level fields a caller asked for; the walk skips the
 //! others, so what is not asked for is not computed (no `parsed` text, no escaped `raw`).
 
-use crate::event::{ErrorInfo, Event, Extra, Num, Subagent, Text, Tool, ToolResult, Usage};
+use crate::event::{
+    ErrorInfo, Event, Extra, Num, RateLimit, Subagent, Text, Tool, ToolResult, Usage,
+};
 use crate::normalize::{LineEvents, V};
 use crate::value::Value;
 
@@ -106,13 +108,35 @@ pub enum Val<'a> {
     /// `toolResult` that is the event's own `text`.
     SameAsText(&'a str),
     Obj(Obj<'a>),
-    Changes(&'a [Change<'a>]),
+    /// A [`Ty::List`] field's objects.
+    List(List<'a>),
     Raw(&'a str),
     Parsed,
 }
 
 /// A file change: `(event, path, diff)`.
 pub type Change<'a> = (&'static str, Text<'a>, Option<&'a str>);
+
+/// The objects of a [`Ty::List`] field.
+#[derive(Debug, Clone, Copy)]
+pub enum List<'a> {
+    Changes(&'a [Change<'a>]),
+    RateLimits(&'a [RateLimit<'a>]),
+}
+
+impl<'a> List<'a> {
+    /// Each object, in order.
+    pub fn objs(self) -> impl Iterator<Item = Obj<'a>> {
+        let (changes, limits): (&[Change<'a>], &[RateLimit<'a>]) = match self {
+            List::Changes(c) => (c, &[]),
+            List::RateLimits(r) => (&[], r),
+        };
+        changes
+            .iter()
+            .map(Obj::Change)
+            .chain(limits.iter().map(Obj::RateLimit))
+    }
+}
 
 /// A nested object of an event.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +146,7 @@ pub enum Obj<'a> {
     Usage(&'a Usage<'a>),
     Subagent(&'a Subagent<'a>),
     Change(&'a Change<'a>),
+    RateLimit(&'a RateLimit<'a>),
 }
 
 impl Obj<'_> {
@@ -134,6 +159,7 @@ impl Obj<'_> {
             Obj::Usage(u) => walk_usage(w, Sel::ALL, u),
             Obj::Subagent(s) => walk_subagent(w, Sel::ALL, s),
             Obj::Change(c) => walk_change(w, Sel::ALL, c),
+            Obj::RateLimit(r) => walk_rate_limit(w, Sel::ALL, r),
         }
     }
 }
@@ -283,7 +309,7 @@ fields! {
     };
     "fileChanges": Ty::List(&CHANGE) => |c| {
         let changes = &c.x()?.file_changes;
-        (!changes.is_empty()).then_some(Val::Changes(changes))
+        (!changes.is_empty()).then_some(Val::List(List::Changes(changes)))
     };
     "subagent": Ty::Obj(&SUBAGENT) => |c| c.x()?.subagent.as_ref().map(|s| Val::Obj(Obj::Subagent(s)));
     "tokensBefore": Ty::Int => |c| c.x()?.tokens_before.map(Val::Json);
@@ -293,6 +319,10 @@ fields! {
     "reasoningTokens": Ty::Int => |c| c.x()?.reasoning_tokens.map(Val::Json);
     "cacheWriteTokens": Ty::Int => |c| c.x()?.cache_write_tokens.map(Val::Num);
     "cacheWrite1hTokens": Ty::Int => |c| c.x()?.cache_write_1h_tokens.map(Val::Num);
+    "rateLimits": Ty::List(&RATE_LIMIT) => |c| {
+        let limits = &c.x()?.rate_limits;
+        (!limits.is_empty()).then_some(Val::List(List::RateLimits(limits)))
+    };
     "emptyResult": Ty::Flag => |c| c.x()?.empty_result.then_some(Val::Bool(true));
     "answer": Ty::Flag => |c| c.x()?.answer.then_some(Val::Bool(true));
     "partialArguments": Ty::Str => |c| c.x()?.partial_arguments.map(Val::Str);
@@ -370,6 +400,15 @@ fields! {
     "event": Ty::Str => |c| Some(Val::Str(c.0));
     "path": Ty::Str => |c| Some(Val::Str(&c.1));
     "diff": Ty::Str => |c| c.2.map(Val::Str);
+}
+
+fields! {
+    /// One of `rateLimits`.
+    RATE_LIMIT, walk_rate_limit, 'a, &'a RateLimit<'a>;
+    "window": Ty::Str => |r| Some(Val::Str(&r.window));
+    "usedPercent": Ty::Float => |r| Some(Val::Num(r.used_percent));
+    "resetsAt": Ty::Str => |r| r.resets_at.as_deref().map(Val::Str);
+    "limitType": Ty::Str => |r| Some(Val::Str(&r.limit_type));
 }
 
 /// The walk of one event's selected fields into `w`.

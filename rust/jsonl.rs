@@ -307,13 +307,13 @@ impl Writer for JsonWriter<'_, '_> {
                 }
             },
             Val::Obj(o) => self.object(o),
-            Val::Changes(changes) => {
+            Val::List(list) => {
                 self.out.push(b'[');
-                for (i, c) in changes.iter().enumerate() {
+                for (i, o) in list.objs().enumerate() {
                     if i > 0 {
                         self.out.push(b',');
                     }
-                    self.object(fields::Obj::Change(c));
+                    self.object(o);
                 }
                 self.out.push(b']');
             }
@@ -327,7 +327,7 @@ impl Writer for JsonWriter<'_, '_> {
     }
 }
 
-/// A nested object as JSON (the Arrow writer's `fileChanges` cells).
+/// A nested object as JSON (the Arrow writer's list cells: `fileChanges`, `rateLimits`).
 pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
     let shared = Shared::default();
     let mut scratch = Vec::new();

@@ -269,6 +269,17 @@ pub fn format_ms(t: i128) -> Option<String> {
     Some(text)
 }
 
+/// A date-time (RFC 3339: `YYYY-MM-DD[T ]HH:MM[:SS[.frac]]` and a zone) as epoch
+/// milliseconds; `None` when `text` does not start with one.
+pub fn parse_time(text: &str) -> Option<i128> {
+    rfc3339(text.as_bytes().to_ascii_lowercase().as_slice(), 0)
+}
+
+/// Epoch seconds (milliseconds from 10^11 on, as in [`parse`]'s `resetsAt`) as RFC 3339 UTC.
+pub fn format_epoch(v: i128) -> Option<String> {
+    format_ms(if v >= 100_000_000_000 { v } else { v * 1000 })
+}
+
 fn word_end(b: &[u8], j: usize) -> bool {
     !is_alnum(at(b, j))
 }

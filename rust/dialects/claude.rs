@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use crate::dialect::Dialect;
 use crate::event::{
     action, cache_writes, classify, compaction_tokens, content_text, error, http_kind, line_extras,
-    msg, name_or_unknown, nonempty, or_str, status, tool_call, tool_result, usage, Event, LineMeta,
-    Num, Subagent, Text, ToolResult,
+    msg, name_or_unknown, nonempty, or_str, percent_of_fraction, status, tool_call, tool_result,
+    usage, with_rate_limits, Event, LineMeta, Num, RateLimit, Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -1147,13 +1147,66 @@ fn rate_limit<'v>(info: Option<&'v Value<'v>>, out: &mut Vec<Event<'v>>) {
             message.push_str(&format!(" (resetsAt {resets})"));
         }
         let message = Cow::Owned(message);
-        out.push(error("rate_limit", "rate_limit", message, "quota"));
+        let ev = error("rate_limit", "rate_limit", message, "quota");
+        out.push(with_rate_limits(ev, rate_limit_readings(info)));
         return;
     }
     let text = st.map_or(Cow::Borrowed("rate_limit"), |s| {
         Cow::Owned(format!("rate_limit {s}"))
     });
-    out.push(status("progress", Some(text)));
+    out.push(with_rate_limits(
+        status("progress", Some(text)),
+        rate_limit_readings(info),
+    ));
+}
+
+/// A `rateLimitType`'s window: `five_hour*` -> `5h`, `seven_day*` (`seven_day_opus`, ...) ->
+/// `7d`; any other type (`overage`) is its own window.
+fn limit_window(t: &str) -> Text<'_> {
+    if t.starts_with("five_hour") {
+        Cow::Borrowed("5h")
+    } else if t.starts_with("seven_day") {
+        Cow::Borrowed("7d")
+    } else {
+        Cow::Borrowed(t)
+    }
+}
+
+/// One reading of `rate_limit_info` or of one of its `unifiedWindows`: `utilization` (a
+/// fraction: 0.41 is 41 %) and `resetsAt` (epoch seconds); none without a utilization.
+fn limit_reading<'v>(t: &'v str, w: &'v Value<'v>) -> Option<RateLimit<'v>> {
+    let used_percent = percent_of_fraction(w.get("utilization"))?;
+    let resets_at = match w.get("resetsAt") {
+        Some(Value::Int(s @ 0..)) => crate::retry::format_epoch(i128::from(*s)),
+        _ => None,
+    };
+    Some(RateLimit {
+        window: limit_window(t),
+        used_percent,
+        resets_at,
+        limit_type: Cow::Borrowed(t),
+    })
+}
+
+/// `rateLimits` of a `rate_limit_info` (`_rate_limit_readings` of the reference): one per
+/// `unifiedWindows` entry (newer builds: `{<type>: {utilization, resetsAt}}`, in order), then
+/// the info's own (`rateLimitType`, `utilization`, `resetsAt`) unless a window of its type
+/// came before.
+fn rate_limit_readings<'v>(info: &'v Value<'v>) -> Vec<RateLimit<'v>> {
+    let mut out: Vec<RateLimit<'v>> = Vec::new();
+    if let Some(windows) = info.get("unifiedWindows").filter(|w| w.is_object()) {
+        for (t, w) in windows.dict_items() {
+            if let Some(r) = Some(w).filter(|w| w.is_object() && !t.is_empty()) {
+                out.extend(limit_reading(t, r));
+            }
+        }
+    }
+    if let Some(t) = nonempty(info.get("rateLimitType")) {
+        if !out.iter().any(|r| r.limit_type == t) {
+            out.extend(limit_reading(t, info));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

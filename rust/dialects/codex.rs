@@ -8,7 +8,8 @@ use crate::dialect::Dialect;
 use crate::event::{
     action, classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
     name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage,
-    Event, LineMeta, Subagent, Text, ToolResult,
+    window_of_minutes, with_rate_limits, Event, LineMeta, Num, RateLimit, Subagent, Text,
+    ToolResult,
 };
 use crate::value::Value;
 
@@ -17,7 +18,7 @@ pub struct Codex;
 impl Dialect for Codex {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         if let (Some(t), Some(p)) = (v.str_at("type"), v.get("payload").filter(|p| p.is_object())) {
-            rollout(t, p, out);
+            rollout(t, p, v.str_at("timestamp"), out);
             return;
         }
         let Some(t) = v.str_at("type") else {
@@ -200,6 +201,76 @@ fn codex_usage<'v>(u: &'v Value<'v>) -> Event<'v> {
         None,
     );
     reasoning_tokens(ev, u.get("reasoning_output_tokens"))
+}
+
+/// The first generation's flat keys (`primary_used_percent`, ...) of each window.
+const FLAT_WINDOWS: [(&str, &str, &str, &str); 2] = [
+    (
+        "primary",
+        "primary_used_percent",
+        "primary_window_minutes",
+        "primary_reset_after_seconds",
+    ),
+    (
+        "secondary",
+        "secondary_used_percent",
+        "secondary_window_minutes",
+        "secondary_reset_after_seconds",
+    ),
+];
+
+/// A `token_count`'s `rate_limits` as `rateLimits` readings (`_rate_limits` of the reference),
+/// every generation: `primary`/`secondary` objects `{used_percent, window_minutes, resets_at`
+/// (epoch seconds) `| resets_in_seconds}` (relative to `ts`, the line's timestamp), or the
+/// first generation's flat `primary_used_percent`, `primary_window_minutes`,
+/// `primary_reset_after_seconds`, ... A window without a usable `used_percent` gives none.
+fn rate_limits<'v>(rl: Option<&'v Value<'v>>, ts: Option<&str>) -> Vec<RateLimit<'v>> {
+    let Some(rl) = rl.filter(|r| r.is_object()) else {
+        return Vec::new();
+    };
+    let prefix = nonempty(rl.get("limit_id")).filter(|id| *id != "codex");
+    let mut out = Vec::new();
+    for (slot, used_key, minutes_key, after_key) in FLAT_WINDOWS {
+        let (used, minutes, at, after) = match rl.get(slot).filter(|w| w.is_object()) {
+            Some(w) => (
+                w.get("used_percent"),
+                w.get("window_minutes"),
+                w.get("resets_at"),
+                w.get("resets_in_seconds"),
+            ),
+            None => (
+                rl.get(used_key),
+                rl.get(minutes_key),
+                None,
+                rl.get(after_key),
+            ),
+        };
+        let Some(used_percent) = Num::count(used) else {
+            continue;
+        };
+        let limit_type: Text<'v> = match prefix {
+            Some(p) => Cow::Owned(format!("{p}.{slot}")),
+            None => Cow::Borrowed(slot),
+        };
+        let window = match minutes {
+            Some(Value::Int(m)) => window_of_minutes(*m).map(Cow::Owned),
+            _ => None,
+        };
+        let resets_at = match (at, after) {
+            (Some(Value::Int(s @ 0..)), _) => crate::retry::format_epoch(i128::from(*s)),
+            (_, Some(Value::Int(s @ 0..))) => ts
+                .and_then(crate::retry::parse_time)
+                .and_then(|base| crate::retry::format_ms(base + i128::from(*s) * 1000)),
+            _ => None,
+        };
+        out.push(RateLimit {
+            window: window.unwrap_or_else(|| limit_type.clone()),
+            used_percent,
+            resets_at,
+            limit_type,
+        });
+    }
+    out
 }
 
 fn text_or_empty<'v>(v: &'v Value<'v>, key: &str) -> Text<'v> {
@@ -648,18 +719,23 @@ fn legacy<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             out.push(ev);
         }
         "token_count" => {
-            if let Some(total) = m
+            let ev = if let Some(total) = m
                 .get("info")
                 .filter(|i| i.is_object())
                 .and_then(|i| i.get("total_token_usage"))
                 .filter(|t| t.is_object())
             {
-                out.push(codex_usage(total));
+                codex_usage(total)
             } else if m.has("input_tokens") || m.has("output_tokens") {
-                out.push(codex_usage(m));
+                codex_usage(m)
             } else {
-                out.push(status("progress", Some(Cow::Borrowed("token_count"))));
-            }
+                status("progress", Some(Cow::Borrowed("token_count")))
+            };
+            // the legacy envelope has no timestamp: a relative reset gives no time
+            out.push(with_rate_limits(
+                ev,
+                rate_limits(m.get("rate_limits"), None),
+            ));
         }
         "error" | "stream_error" => {
             let message = or_str(
@@ -856,7 +932,7 @@ fn rollout_meta<'v>(v: &'v Value<'v>) -> LineMeta<'v> {
     meta
 }
 
-fn rollout<'v>(t: &'v str, p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+fn rollout<'v>(t: &'v str, p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
     match t {
         "session_meta" => {
             let mut init = status("init", p.str_at("cli_version").map(Cow::Borrowed));
@@ -887,7 +963,7 @@ fn rollout<'v>(t: &'v str, p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
             }
         }
         "response_item" => response_item(p, out),
-        "event_msg" => event_msg(p, out),
+        "event_msg" => event_msg(p, ts, out),
         "turn_context" => out.push(status("progress", p.str_at("model").map(Cow::Borrowed))),
         "compacted" => {
             let first = p
@@ -1039,12 +1115,12 @@ fn call_output<'v>(o: Option<&'v Value<'v>>) -> (Text<'v>, bool) {
     }
 }
 
-fn event_msg<'v>(p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+fn event_msg<'v>(p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
     let Some(t) = p.str_at("type") else { return };
     match t {
         "token_count" => {
             let info = p.get("info").filter(|i| i.is_object());
-            match info
+            let ev = match info
                 .and_then(|i| i.get("total_token_usage"))
                 .filter(|u| u.is_object())
             {
@@ -1056,10 +1132,11 @@ fn event_msg<'v>(p: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
                     ) {
                         u.model = Cow::Borrowed(m);
                     }
-                    out.push(ev);
+                    ev
                 }
-                None => out.push(status("progress", Some(Cow::Borrowed("rate_limits")))),
-            }
+                None => status("progress", Some(Cow::Borrowed("rate_limits"))),
+            };
+            out.push(with_rate_limits(ev, rate_limits(p.get("rate_limits"), ts)));
         }
         "task_started" | "turn_started" => out.push(status("turn_started", None)),
         "task_complete" | "turn_complete" => {

@@ -291,10 +291,10 @@ impl Writer for DictWriter<'_, '_> {
                 let inner = self.object(o)?;
                 self.d.set_item(key, inner)
             }
-            Val::Changes(changes) => {
+            Val::List(objs) => {
                 let list = PyList::empty(py);
-                for c in changes {
-                    list.append(self.object(fields::Obj::Change(c))?)?;
+                for o in objs.objs() {
+                    list.append(self.object(o)?)?;
                 }
                 self.d.set_item(key, list)
             }

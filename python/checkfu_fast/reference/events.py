@@ -8,9 +8,10 @@ metadata; :mod:`checkfu_fast.reference` adds ``v``/``seq``/``position``/``dialec
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from .retry import retry_fields
 
@@ -331,6 +332,43 @@ def cache_writes(ev: Event, write: Any, write_1h: Any = None) -> Event:
         ev["cacheWriteTokens"] = write
         if is_count(write_1h):
             ev["cacheWrite1hTokens"] = write_1h
+    return ev
+
+
+def epoch_int(x: Any) -> TypeGuard[int]:
+    """A JSON integer in 0..i64 (an epoch time, a count of seconds or minutes; no bools)."""
+    return type(x) is int and 0 <= x <= _I64_MAX
+
+
+def window_of_minutes(m: Any) -> str | None:
+    """A window length in minutes as ``rateLimits`` names it: under an hour ``<m>m``; else
+    rounded to the nearest hour, ``<d>d`` for whole days (``10079`` -> ``7d``), ``<h>h``
+    otherwise (``299`` -> ``5h``); ``None`` for no length (not an integer >= 1)."""
+    if not epoch_int(m) or m < 1:
+        return None
+    if m < 60:
+        return f"{m}m"
+    h = (m + 30) // 60
+    return f"{h // 24}d" if h % 24 == 0 else f"{h}h"
+
+
+def percent_of_fraction(x: Any) -> int | float | None:
+    """A utilization fraction (claude's ``0.41``) as a percent (``41.0``): the decimal point of
+    the number's shortest text moved two places, so ``0.57`` is ``57.0``, not
+    ``56.99999999999999``. ``None`` for anything but a count."""
+    if not is_count(x):
+        return None
+    if type(x) is int:
+        return int(x) * 100
+    mantissa, _, exp = repr(x).partition("e")
+    shifted = float(f"{mantissa}e{int(exp or 0) + 2}")
+    return shifted if math.isfinite(shifted) else None
+
+
+def with_rate_limits(ev: Event, readings: list[dict[str, Any]]) -> Event:
+    """``rateLimits`` on an event, when the line gave any reading."""
+    if readings:
+        ev["rateLimits"] = readings
     return ev
 
 

@@ -271,6 +271,18 @@ def _rfc3339(b: bytes, j: int) -> int | None:
     return None if t is None else t - offset * 60_000
 
 
+def parse_time(text: str) -> int | None:
+    """A date-time (RFC 3339: ``YYYY-MM-DD[T ]HH:MM[:SS[.frac]]`` and a zone) as epoch
+    milliseconds; ``None`` when ``text`` does not start with one."""
+    return _rfc3339(text.encode("utf-8", "surrogatepass").lower(), 0)
+
+
+def format_epoch(v: int) -> str | None:
+    """Epoch seconds (milliseconds from 10^11 on, as in :func:`parse`'s ``resetsAt``) as
+    RFC 3339 UTC."""
+    return format_ms(v if v >= 100_000_000_000 else v * 1000)
+
+
 def _imf_fixdate(b: bytes, j: int) -> int | None:
     """HTTP ``[Wed, ]21 Oct 2015 07:28:00 GMT``."""
     if all(_alpha(c) for c in b[j : j + 3]) and b[j + 3 : j + 5] == b", ":

@@ -17,20 +17,23 @@ from ..events import (
     classify,
     compaction_tokens,
     content_text,
+    epoch_int,
     error,
     http_kind,
     is_count,
     line_extras,
     msg,
     name_or_unknown,
+    percent_of_fraction,
     require,
     status,
     text_of,
     tool_call,
     tool_result,
     usage,
+    with_rate_limits,
 )
-from ..retry import format_ms
+from ..retry import format_epoch, format_ms
 
 NAME = "claude"
 
@@ -863,5 +866,55 @@ def _rate_limit(info: Any) -> list[Event]:
         resets = info.get("resetsAt")  # epoch seconds: when a parked runner may retry
         if isinstance(resets, int) and not isinstance(resets, bool) and 0 <= resets < 2**63:
             message += f" (resetsAt {resets})"
-        return [error("rate_limit", "rate_limit", message, "quota")]
-    return [status("progress", "rate_limit " + st if isinstance(st, str) else "rate_limit")]
+        ev = error("rate_limit", "rate_limit", message, "quota")
+        return [with_rate_limits(ev, _rate_limit_readings(info))]
+    ev = status("progress", "rate_limit " + st if isinstance(st, str) else "rate_limit")
+    return [with_rate_limits(ev, _rate_limit_readings(info))]
+
+
+def _limit_window(t: str) -> str:
+    """A ``rateLimitType``'s window: ``five_hour*`` -> ``5h``, ``seven_day*``
+    (``seven_day_opus``, ...) -> ``7d``; any other type (``overage``) is its own window."""
+    if t.startswith("five_hour"):
+        return "5h"
+    if t.startswith("seven_day"):
+        return "7d"
+    return t
+
+
+def _limit_reading(t: str, w: dict[str, Any]) -> dict[str, Any] | None:
+    """One reading of ``rate_limit_info`` or of one of its ``unifiedWindows``:
+    ``utilization`` (a fraction: 0.41 is 41 %) and ``resetsAt`` (epoch seconds); none without
+    a utilization."""
+    used = percent_of_fraction(w.get("utilization"))
+    if used is None:
+        return None
+    reading: dict[str, Any] = {"window": _limit_window(t), "usedPercent": used}
+    resets = w.get("resetsAt")
+    if epoch_int(resets):
+        at = format_epoch(resets)
+        if at is not None:
+            reading["resetsAt"] = at
+    reading["limitType"] = t
+    return reading
+
+
+def _rate_limit_readings(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """``rateLimits`` of a ``rate_limit_info``: one per ``unifiedWindows`` entry (newer
+    builds: ``{<type>: {utilization, resetsAt}}``, in order), then the info's own
+    (``rateLimitType``, ``utilization``, ``resetsAt``) unless a window of its type came
+    before."""
+    out: list[dict[str, Any]] = []
+    windows = info.get("unifiedWindows")
+    if isinstance(windows, dict):
+        for t, w in windows.items():
+            if isinstance(w, dict) and t:
+                r = _limit_reading(t, w)
+                if r is not None:
+                    out.append(r)
+    t = info.get("rateLimitType")
+    if isinstance(t, str) and t and not any(r["limitType"] == t for r in out):
+        r = _limit_reading(t, info)
+        if r is not None:
+            out.append(r)
+    return out

@@ -14,7 +14,9 @@ from ..events import (
     compaction_tokens,
     content_blocks,
     content_text,
+    epoch_int,
     error,
+    is_count,
     line_extras,
     msg,
     name_or_unknown,
@@ -25,8 +27,11 @@ from ..events import (
     tool_call,
     tool_result,
     usage,
+    window_of_minutes,
+    with_rate_limits,
 )
 from ..parse import JsonError, parse, scan_budget
+from ..retry import format_epoch, format_ms, parse_time
 
 NAME = "codex"
 
@@ -116,7 +121,7 @@ def native_type(v: dict[str, Any]) -> Any:
 def map_line(v: dict[str, Any]) -> list[Event]:
     t = v.get("type")
     if isinstance(t, str) and isinstance(v.get("payload"), dict):
-        return _rollout(t, v["payload"])
+        return _rollout(t, v["payload"], text_of(v.get("timestamp")))
     if not isinstance(t, str):
         m = v.get("msg")
         if isinstance(m, dict):
@@ -364,6 +369,57 @@ def _todo_text(items: Any) -> str:
     return "\n".join(lines)
 
 
+# the first generation's flat keys (``primary_used_percent``, ...) of each window
+_FLAT_WINDOWS = tuple(
+    (slot, f"{slot}_used_percent", f"{slot}_window_minutes", f"{slot}_reset_after_seconds")
+    for slot in ("primary", "secondary")
+)
+
+
+def _rate_limits(rl: Any, ts: str | None) -> list[dict[str, Any]]:
+    """A ``token_count``'s ``rate_limits`` as ``rateLimits`` readings, every generation:
+    ``primary``/``secondary`` objects ``{used_percent, window_minutes, resets_at`` (epoch
+    seconds) ``| resets_in_seconds}`` (relative to ``ts``, the line's timestamp), or the first
+    generation's flat ``primary_used_percent``, ``primary_window_minutes``,
+    ``primary_reset_after_seconds``, ... A window without a usable ``used_percent`` gives none.
+    """
+    if not isinstance(rl, dict):
+        return []
+    limit_id = rl.get("limit_id")
+    prefix = limit_id if isinstance(limit_id, str) and limit_id not in ("", "codex") else None
+    out: list[dict[str, Any]] = []
+    for slot, used_key, minutes_key, after_key in _FLAT_WINDOWS:
+        w = rl.get(slot)
+        if isinstance(w, dict):
+            used, minutes = w.get("used_percent"), w.get("window_minutes")
+            at, after = w.get("resets_at"), w.get("resets_in_seconds")
+        else:
+            used, minutes, at, after = (
+                rl.get(used_key),
+                rl.get(minutes_key),
+                None,
+                rl.get(after_key),
+            )
+        if not is_count(used):
+            continue
+        limit_type = f"{prefix}.{slot}" if prefix is not None else slot
+        resets: str | None = None
+        if epoch_int(at):
+            resets = format_epoch(at)
+        elif epoch_int(after):
+            base = parse_time(ts) if ts is not None else None
+            resets = format_ms(base + after * 1000) if base is not None else None
+        reading: dict[str, Any] = {
+            "window": window_of_minutes(minutes) or limit_type,
+            "usedPercent": used,
+        }
+        if resets is not None:
+            reading["resetsAt"] = resets
+        reading["limitType"] = limit_type
+        out.append(reading)
+    return out
+
+
 def _legacy(m: dict[str, Any]) -> list[Event]:
     t = m.get("type")
     if not isinstance(t, str):
@@ -429,10 +485,13 @@ def _legacy(m: dict[str, Any]) -> list[Event]:
     if t == "token_count":
         info = m.get("info")
         if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
-            return [_usage(info["total_token_usage"])]
-        if "input_tokens" in m or "output_tokens" in m:
-            return [_usage(m)]
-        return [status("progress", "token_count")]
+            ev = _usage(info["total_token_usage"])
+        elif "input_tokens" in m or "output_tokens" in m:
+            ev = _usage(m)
+        else:
+            ev = status("progress", "token_count")
+        # the legacy envelope has no timestamp: a relative reset gives no time
+        return [with_rate_limits(ev, _rate_limits(m.get("rate_limits"), None))]
     if t in ("error", "stream_error"):
         message = text_of(m.get("message")) or t
         ev = error(
@@ -559,7 +618,7 @@ def is_header(v: dict[str, Any]) -> bool:
     )
 
 
-def _rollout(t: str, p: dict[str, Any]) -> list[Event]:
+def _rollout(t: str, p: dict[str, Any], ts: str | None) -> list[Event]:
     if t == "session_meta":
         out = [status("init", text_of(p.get("cli_version")))]
         src = p.get("source")
@@ -576,7 +635,7 @@ def _rollout(t: str, p: dict[str, Any]) -> list[Event]:
     if t == "response_item":
         return _response_item(p)
     if t == "event_msg":
-        return _event_msg(p)
+        return _event_msg(p, ts)
     if t == "turn_context":
         return [status("progress", text_of(p.get("model")))]
     if t == "compacted":
@@ -697,7 +756,7 @@ def _inner_json(s: str) -> Any:
         return None
 
 
-def _event_msg(p: dict[str, Any]) -> list[Event]:
+def _event_msg(p: dict[str, Any], ts: str | None) -> list[Event]:
     t = p.get("type")
     if not isinstance(t, str):
         return []
@@ -707,8 +766,9 @@ def _event_msg(p: dict[str, Any]) -> list[Event]:
             ev = _usage(info["total_token_usage"])
             if isinstance(info.get("model"), str) and info["model"]:
                 ev["usage"]["model"] = info["model"]
-            return [ev]
-        return [status("progress", "rate_limits")]
+        else:
+            ev = status("progress", "rate_limits")
+        return [with_rate_limits(ev, _rate_limits(p.get("rate_limits"), ts))]
     if t in ("task_started", "turn_started"):
         return [status("turn_started")]
     if t in ("task_complete", "turn_complete"):
