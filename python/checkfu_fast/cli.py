@@ -10,6 +10,7 @@ Commands (``checkfu-fast COMMAND --help`` shows each one's options and examples)
   audit [--dialect D] [--json] [--strict] FILE|DIR...          record types and fields nobody knows
   run CONTRACT --prompt-file P [--state S] [--output-schema O] run one oneshot-v1 turn live
   report [--by DIM[,DIM]] [--json|--csv] [FILE|DIR...]        tokens and cost in USD
+  report --limits [--json] [FILE|DIR...]                      rate-limit windows, quota ledger
   export --format atif|otel|html FILE|DIR|- [-o OUT]           ATIF, OTLP spans, transcript pages
 
 Exit codes, the same for every command (see ``EXIT_CODES``): 0 success; 1 a failed check (golden
@@ -644,7 +645,8 @@ EXAMPLES = {
   checkfu-fast report --by day,model            # ~/.claude and ~/.codex, local days
   checkfu-fast report --by month --since 2026-01-01 --tz Europe/Berlin
   checkfu-fast report --by block --active        # 5-hour windows, the open one's burn rate
-  checkfu-fast report --by model --json ~/agent-logs/""",
+  checkfu-fast report --by model --json ~/agent-logs/
+  checkfu-fast report --limits                   # rate-limit windows: USD per 1 %, burn rate""",
     "export": """examples:
   checkfu-fast export --format atif -o trajectories/ ~/.claude/projects/my-project/
   claude -p --output-format stream-json --verbose "hi" | checkfu-fast export --format html -

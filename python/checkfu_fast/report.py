@@ -110,6 +110,11 @@ def add_arguments(r: Any) -> None:
         action="store_true",
         help="read every file again (no per-file cache under ~/.cache/checkfu_fast)",
     )
+    r.add_argument(
+        "--limits",
+        action="store_true",
+        help="rate-limit windows: latest reading, tokens and USD per 1%%, burn rate",
+    )
 
 
 def iter_files(paths: list[str]) -> Iterator[str]:
@@ -587,6 +592,10 @@ def _main(args: argparse.Namespace) -> int:
             )
             status = 1
         names = list(iter_files(paths))
+    if getattr(args, "limits", False):
+        from .limits import run
+
+        return run(args, names, status, snap if estimate else None, tz)
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
     dialect = args.dialect if args.dialect is not None else "auto"

@@ -985,6 +985,13 @@ class UsageFold:
             out.append(row)
         return out
 
+    def timeline(self) -> list[tuple[int, dict[str, Any]]]:
+        """Per epoch second with readings, in order, the totals of the readings of that second
+        (the fields of :meth:`totals`' ``total`` without ``endings``); needs ``active=True``
+        (the quota ledger of ``report --limits`` measures usage between two times with it)."""
+        agg, _ = self._final()
+        return [(sec, agg.times[sec].as_dict()) for sec in sorted(agg.times)]
+
     def active_block(self, now: float) -> dict[str, Any] | None:
         """The 5-hour block still open at ``now`` (seconds): its tokens and cost, the burn
         rate (per hour, from its first to its last reading) and the projected total at its
