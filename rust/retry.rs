@@ -200,7 +200,8 @@ fn duration(b: &[u8], j: usize) -> Option<i128> {
     (groups > 0 && total <= MAX_MS).then_some(total)
 }
 
-fn days_from_civil(y: i128, m: i128, d: i128) -> i128 {
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub(crate) fn days_from_civil(y: i128, m: i128, d: i128) -> i128 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 }.div_euclid(400);
     let yoe = y - era * 400;
@@ -226,17 +227,19 @@ fn leap(y: i128) -> bool {
     y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
 }
 
-fn valid_date(y: i128, m: i128, d: i128) -> bool {
-    if !((1..=9999).contains(&y) && (1..=12).contains(&m) && d >= 1) {
-        return false;
-    }
-    let days = match m {
+/// The days of month `m` of year `y`; `None` for a month outside 1..=12.
+pub(crate) fn days_in_month(y: i128, m: i128) -> Option<i128> {
+    Some(match m {
         2 if leap(y) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    d <= days
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        _ => return None,
+    })
+}
+
+fn valid_date(y: i128, m: i128, d: i128) -> bool {
+    (1..=9999).contains(&y) && d >= 1 && days_in_month(y, m).is_some_and(|days| d <= days)
 }
 
 fn epoch_ms(y: i128, mo: i128, d: i128, h: i128, mi: i128, s: i128, ms: i128) -> Option<i128> {

@@ -276,20 +276,6 @@ pub enum Outcome {
     Python,
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
 /// `usage.epoch` for an ASCII timestamp: `Some(None)` where it gives `None`; `None` for text
 /// with non-ASCII characters (Python's `\d` takes any Unicode digit: left to Python).
 pub fn epoch(ts: &str) -> Option<Ts> {
@@ -341,25 +327,13 @@ pub fn epoch(ts: &str) -> Option<Ts> {
             }
             _ => return None,
         };
-        let month_days = [
-            31,
-            if leap(y) { 29 } else { 28 },
-            31,
-            30,
-            31,
-            30,
-            31,
-            31,
-            30,
-            31,
-            30,
-            31,
-        ];
-        let dim = *month_days.get(usize::try_from(mo - 1).ok()?)?;
-        if y < 1 || d < 1 || d > dim || h > 23 || mi > 59 {
+        let dim = crate::retry::days_in_month(y.into(), mo.into())?;
+        if y < 1 || d < 1 || i128::from(d) > dim || h > 23 || mi > 59 {
             return None;
         }
-        let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec.min(59) - offset;
+        let days =
+            i64::try_from(crate::retry::days_from_civil(y.into(), mo.into(), d.into())).ok()?;
+        let secs = days * 86_400 + h * 3600 + mi * 60 + sec.min(59) - offset;
         // 0001-01-01T00:00:00 .. 9999-12-31T23:59:59 (datetime's range)
         if !(-62_135_596_800..=253_402_300_799).contains(&secs) {
             return None;
