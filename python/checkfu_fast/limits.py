@@ -28,7 +28,7 @@ from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
 from .progress import Progress, wanted
-from .report import CHUNK, FOLD_FIELDS, _finite, claude_project
+from .report import CHUNK, FOLD_FIELDS, _finite, claude_project, recognised_none, unreadable
 from .usage import UsageFold, epoch, iso_utc
 
 # a reset time that moves later by more than this between two readings is a new window span
@@ -402,16 +402,10 @@ def run(
                     known, unknown = lf.stream(f, args.dialect, progress, claude_project(name))
             files += 1
             if explicit and unknown and not known:
-                progress.clear()
-                print(
-                    f"checkfu-fast: {name}: --dialect {args.dialect} recognised none of its "
-                    f"{unknown} line(s) (another CLI's stream? try without --dialect)",
-                    file=sys.stderr,
-                )
+                recognised_none(name, args.dialect, unknown, progress)
                 status = 1
         except OSError as exc:
-            progress.clear()
-            print(f"checkfu-fast: {printable(f'{name}: {exc.strerror or exc}')}", file=sys.stderr)
+            unreadable(name, exc, progress)
             status = 1
         progress.file_done(name)
     progress.close()

@@ -207,6 +207,22 @@ def _fixed_local() -> tzinfo:
     return tz if tz is not None else timezone.utc
 
 
+def recognised_none(name: str, dialect: str, unknown: int, progress: Progress) -> None:
+    """Say on stderr that ``--dialect`` recognised none of a file's lines (the caller exits 1)."""
+    progress.clear()
+    print(
+        f"checkfu-fast: {name}: --dialect {dialect} recognised none of its "
+        f"{unknown} line(s) (another CLI's stream? try without --dialect)",
+        file=sys.stderr,
+    )
+
+
+def unreadable(name: str, exc: OSError, progress: Progress) -> None:
+    """Say on stderr that a file could not be read (the caller exits 1)."""
+    progress.clear()
+    print(f"checkfu-fast: {printable(f'{name}: {exc.strerror or exc}')}", file=sys.stderr)
+
+
 def fold_stream(
     fold: UsageFold,
     src: BinaryIO,
@@ -624,17 +640,11 @@ def _main(args: argparse.Namespace) -> int:
                     known, unknown = fold_stream(fold, f, dialect, progress, claude_project(name))
             files += 1
             if explicit and unknown and not known:
-                progress.clear()
-                print(
-                    f"checkfu-fast: {name}: --dialect {args.dialect} recognised none of its "
-                    f"{unknown} line(s) (another CLI's stream? try without --dialect)",
-                    file=sys.stderr,
-                )
+                recognised_none(name, args.dialect, unknown, progress)
                 status = 1
         except OSError as exc:
             fold.end_stream()
-            progress.clear()
-            print(f"checkfu-fast: {printable(f'{name}: {exc.strerror or exc}')}", file=sys.stderr)
+            unreadable(name, exc, progress)
             status = 1
         progress.file_done(name)
     progress.close()
