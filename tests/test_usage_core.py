@@ -203,3 +203,16 @@ def test_compressed_and_tiny_files(tmp_path: Path) -> None:
         t = tmp_path / "t.jsonl"
         t.write_bytes(tiny)
         assert core_summary(t, "auto", None) == python_summary(tiny, "auto", None), tiny
+
+
+def test_the_core_ends_a_stream_on_the_same_error_subtypes() -> None:
+    """rust/usage.rs spells ``NON_TERMINAL_ERRORS`` again (a const of the core): it must be
+    usage.py's set, or the two folds would give a stream different endings."""
+    import re
+
+    src = (ROOT / "rust" / "usage.rs").read_text()
+    m = re.search(r"const NON_TERMINAL_ERRORS: \[&str; (\d+)\] = \[(.*?)\];", src, re.S)
+    assert m is not None, "NON_TERMINAL_ERRORS not found in rust/usage.rs"
+    names = re.findall(r'"([a-z_0-9]+)"', m.group(2))
+    assert len(names) == int(m.group(1))
+    assert frozenset(names) == usage.NON_TERMINAL_ERRORS
