@@ -43,9 +43,12 @@ EXAMPLES = ROOT / "docs" / "examples-sessions"
 
 
 def build(root: Path, mb: float) -> int:
+    """``mb`` MiB of session files under ``root``, modified an hour ago (a run over files
+    modified in the last 2 s is not memoized: report_cache.RACY_NS)."""
     claude = (EXAMPLES / "claude-session.jsonl").read_text()
     codex = (EXAMPLES / "codex-rollout.jsonl").read_text()
     size = i = 0
+    written = []
     while size < mb * (1 << 20):
         c = re.sub(r'"(msg_|req_)', rf'"\g<1>{i}x', claude)
         p = root / "projects" / f"-home-dev-p{i % 20}" / f"s{i}.jsonl"
@@ -55,9 +58,27 @@ def build(root: Path, mb: float) -> int:
         q = root / "sessions" / "2026" / "07" / f"{i % 28 + 1:02d}" / f"rollout-{i:06d}.jsonl"
         q.parent.mkdir(parents=True, exist_ok=True)
         q.write_text(r)
+        written += [p, q]
         size += len(c.encode()) + len(r.encode())
         i += 1
+    t = time.time_ns() - 3600 * 10**9
+    for p in written:
+        os.utime(p, ns=(t, t))
     return size
+
+
+#: Lines appended to a session file by :func:`grow` (no usage: the totals stay the same).
+GROWTH = b"".join(
+    line
+    for line in (EXAMPLES / "claude-session.jsonl").read_bytes().splitlines(keepends=True)
+    if b'"type":"ai-title"' in line or b'"type":"last-prompt"' in line
+)
+
+
+def grow(root: Path) -> None:
+    """An active session: a few lines appended to the first claude session file."""
+    with (root / "projects" / "-home-dev-p0" / "s0.jsonl").open("ab") as f:
+        f.write(GROWTH)
 
 
 def files(root: Path) -> list[Path]:
@@ -164,8 +185,10 @@ def main(mb: float = 50.0) -> dict:
         t_memo, (again, rss_memo) = timed(report, root, cache)  # the memo
         shutil.rmtree(cache / "checkfu_fast" / "memo")
         t_files, (files_doc, _) = timed(report, root, cache)  # the per-file cache
+        grow(root)
+        t_grown, (grown_doc, _) = timed(report, root, cache)  # one file read from its old end
         assert (doc["total"]["inputTokens"], doc["total"]["outputTokens"]) == (inp, out)
-        assert doc == first == again == files_doc
+        assert doc == first == again == files_doc == grown_doc
         mib = size / (1 << 20)
         res = {
             "MiB": round(mib, 1),
@@ -179,6 +202,7 @@ def main(mb: float = 50.0) -> dict:
             "report first run with cache s": round(t_first, 3),
             "re-run s (memo)": round(t_memo, 3),
             "re-run s (per-file cache)": round(t_files, 3),
+            "re-run s (a file grew: per-file cache, that file resumed)": round(t_grown, 3),
             "peak RSS MiB (--no-cache, first with cache, memo)": [
                 round(rss / 1024, 1),
                 round(rss_first / 1024, 1),

@@ -1,6 +1,7 @@
 """``checkfu-fast report`` against split + orjson.loads and a user's plain Python reader, side by
 side in one run (issue 21): ``report --no-cache`` (a fresh process, every core), the re-run
-over the unchanged tree (the memo), the re-run from the per-file cache, and the two
+over the unchanged tree (the memo), the re-run from the per-file cache, the re-run after one
+file grew (the per-file cache, that file read from where it ended), and the two
 single-threaded baselines over the same files. ``REPORT_BENCH_MB`` sets the tree's size
 (default 200 MB; 0.5 MB when benchmarks are disabled: a smoke run). The documents of every
 report run, and the plain reader's token totals, must agree; speeds are never asserted.
@@ -67,6 +68,23 @@ def test_report_rerun_per_file_cache(benchmark: Any, tree: Any) -> None:
 
     def setup() -> None:
         shutil.rmtree(memo, ignore_errors=True)
+
+    doc, _ = benchmark.pedantic(
+        report_speed.report, args=(root, cache), setup=setup, rounds=3, iterations=1
+    )
+    assert doc == expected
+
+
+def test_report_rerun_a_file_grew(benchmark: Any, tree: Any) -> None:
+    """An active session: one file grew (lines without usage) before each re-run, so the memo
+    cannot answer (and is not written: the file was just modified); every other file's summary
+    comes from the per-file cache and the grown file is read from where it ended."""
+    root, cache, _, size, expected = tree
+    _info(benchmark, size)
+    report_speed.report(root, cache)
+
+    def setup() -> None:
+        report_speed.grow(root)
 
     doc, _ = benchmark.pedantic(
         report_speed.report, args=(root, cache), setup=setup, rounds=3, iterations=1

@@ -182,26 +182,48 @@ fn sum(recs: &[Rec]) -> Rec {
 }
 
 /// One session inside one stream (`_Scope`).
-#[derive(Debug, Default)]
-struct Scope {
-    dialect: &'static str,
+#[derive(Debug, Default, Clone)]
+pub struct Scope {
+    pub dialect: &'static str,
     /// messageId -> index in `message_order` (insertion order, as a Python dict)
     messages: HashMap<String, usize>,
     message_order: Vec<Option<Rec>>,
-    covered: HashSet<String>,
-    plain: Vec<Rec>,
-    counter: Vec<Rec>,
-    counter_at: Option<u64>,
-    closed: Vec<Rec>,
-    prior: Vec<Rec>,
+    pub covered: HashSet<String>,
+    pub plain: Vec<Rec>,
+    pub counter: Vec<Rec>,
+    pub counter_at: Option<u64>,
+    pub closed: Vec<Rec>,
+    pub prior: Vec<Rec>,
 }
 
 impl Scope {
-    fn new(dialect: &'static str) -> Scope {
+    pub fn new(dialect: &'static str) -> Scope {
         Scope {
             dialect,
             ..Scope::default()
         }
+    }
+
+    /// The messages by id, in the order they came (`_Scope.messages`).
+    pub fn messages(&self) -> Vec<(&str, &Rec)> {
+        let mut out: Vec<(usize, &str)> = self
+            .messages
+            .iter()
+            .map(|(k, &i)| (i, k.as_str()))
+            .collect();
+        out.sort_unstable();
+        out.into_iter()
+            .filter_map(|(i, k)| match self.message_order.get(i) {
+                Some(Some(r)) => Some((k, r)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Add a message (in order): as `messages()` gave them.
+    pub fn push_message(&mut self, id: String, r: Rec) {
+        self.messages.insert(id, self.message_order.len());
+        self.message_order.push(Some(r));
     }
 
     fn settle(&mut self) {
@@ -622,6 +644,119 @@ impl StreamFold {
     }
 }
 
+/// Where the fold of an append-only file goes on when it grows: after its last byte folded,
+/// a line's end where the engine carries nothing but the dialect ([`Engine::split_ok`]), the
+/// fold's state (what [`StreamFold`] carries from line to line besides the readings already in
+/// its summary) and hashes of the bytes that must still be there for the rest to be the same
+/// stream: the first and the last [`CHECK`] bytes folded.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Bytes folded.
+    pub offset: u64,
+    /// FNV-1a of the first `min(CHECK, offset)` bytes and of the `min(CHECK, offset)` bytes
+    /// before `offset`.
+    pub head: u64,
+    pub tail: u64,
+    /// The dialect the engine decided.
+    pub engine: &'static str,
+    pub state: FoldState,
+}
+
+/// FNV-1a (64 bits): the hash of a file's head in the report cache's key and of the ends of
+/// what a [`Checkpoint`] folded (a change detector, not a digest: sizes and times are checked
+/// too).
+pub fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Bytes hashed at each end of what a [`Checkpoint`] folded.
+pub const CHECK: usize = 4096;
+
+/// What [`StreamFold`] carries from one line to the next besides its summary's `counters` and
+/// `files` (and `known`, `unknown`, `had_usage`).
+#[derive(Debug, Clone)]
+pub struct FoldState {
+    pub current: Option<String>,
+    pub first: Option<String>,
+    /// `none`, `ok`, `empty`, `failed` or `retrying` (the ending so far).
+    pub ending: &'static str,
+    pub dialect: Option<&'static str>,
+    /// Sorted.
+    pub continued: Vec<String>,
+    pub model: Option<String>,
+    pub project: Option<String>,
+    pub scopes: Vec<(Option<String>, Scope)>,
+}
+
+/// A [`Checkpoint`] with the summary made there (the cache keeps both): what
+/// [`fold_file_from`] needs to fold the rest of the file only.
+#[derive(Debug)]
+pub struct Resume {
+    pub checkpoint: Checkpoint,
+    pub counters: Vec<Counter>,
+    pub files: Vec<FileMessage>,
+    pub known: u64,
+    pub unknown: u64,
+    pub had_usage: bool,
+}
+
+/// The `&'static` name of a dialect of the core (a name read back from a cache).
+pub fn dialect_name(name: &str) -> Option<&'static str> {
+    AnyDialect::from_name(name).ok().map(|d| d.name())
+}
+
+/// The `&'static` spelling of an ending so far.
+pub fn ending_name(name: &str) -> Option<&'static str> {
+    ["none", "ok", "empty", "failed", "retrying"]
+        .into_iter()
+        .find(|e| *e == name)
+}
+
+impl StreamFold {
+    /// The state to resume from (see [`FoldState`]).
+    pub fn state(&self) -> FoldState {
+        let mut continued: Vec<String> = self.continued.iter().cloned().collect();
+        continued.sort_unstable();
+        FoldState {
+            current: self.current.clone(),
+            first: self.first.clone(),
+            ending: self.ending,
+            dialect: self.dialect,
+            continued,
+            model: self.model.clone(),
+            project: self.project.clone(),
+            scopes: self.scopes.clone(),
+        }
+    }
+
+    /// The fold as it was at a checkpoint: its state and its summary's readings so far.
+    pub fn restore(r: Resume) -> StreamFold {
+        let st = r.checkpoint.state;
+        let mut fold = StreamFold::new(st.project);
+        fold.files = r
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.0.clone(), i))
+            .collect();
+        fold.out.files = r.files;
+        fold.out.counters = r.counters;
+        fold.out.known = r.known;
+        fold.out.unknown = r.unknown;
+        fold.out.had_usage = r.had_usage;
+        fold.scopes = st.scopes;
+        fold.current = st.current;
+        fold.first = st.first;
+        fold.ending = st.ending;
+        fold.dialect = st.dialect;
+        fold.continued = st.continued.into_iter().collect();
+        fold.model = st.model;
+        fold
+    }
+}
+
 impl Sink for StreamFold {
     type Error = OutOfMemory;
 
@@ -668,9 +803,90 @@ pub fn fold_file(
     budget: Budget,
     project: Option<String>,
 ) -> io::Result<Outcome> {
+    Ok(fold_file_from(path, dialect, budget, project, None)?.outcome)
+}
+
+/// What [`fold_file_from`] gives: the outcome, where a later fold of the grown file can go on
+/// (a plain file whose end is a line's end), and whether this one went on from `resume`.
+#[derive(Debug)]
+pub struct Folded {
+    pub outcome: Outcome,
+    pub checkpoint: Option<Checkpoint>,
+    pub resumed: bool,
+}
+
+/// The first and the last [`CHECK`] bytes of what was read.
+#[derive(Default)]
+struct Ends {
+    head: Vec<u8>,
+    last: Vec<u8>,
+}
+
+impl Ends {
+    fn push(&mut self, chunk: &[u8]) {
+        let room = CHECK.saturating_sub(self.head.len()).min(chunk.len());
+        self.head
+            .extend_from_slice(chunk.get(..room).unwrap_or_default());
+        if chunk.len() >= CHECK {
+            self.last.clear();
+            self.last
+                .extend_from_slice(chunk.get(chunk.len() - CHECK..).unwrap_or_default());
+        } else {
+            self.last.extend_from_slice(chunk);
+            let over = self.last.len().saturating_sub(CHECK);
+            self.last.drain(..over);
+        }
+    }
+}
+
+/// `resume`'s bytes are still the file's (its size is at least the offset, its first and last
+/// [`CHECK`] bytes hash the same): their [`Ends`], the file positioned at the offset.
+fn still_there(file: &mut std::fs::File, c: &Checkpoint) -> io::Result<Option<Ends>> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() < c.offset {
+        return Ok(None); // truncated: read again whole
+    }
+    let n = usize::try_from(c.offset).unwrap_or(usize::MAX).min(CHECK);
+    let mut ends = Ends {
+        head: vec![0; n],
+        last: vec![0; n],
+    };
+    file.seek(SeekFrom::Start(0))?;
+    if file.read_exact(&mut ends.head).is_err() {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::Start(c.offset - n as u64))?;
+    if file.read_exact(&mut ends.last).is_err() {
+        return Ok(None);
+    }
+    if fnv1a(&ends.head) != c.head || fnv1a(&ends.last) != c.tail {
+        return Ok(None);
+    }
+    Ok(Some(ends))
+}
+
+/// [`fold_file`], going on from `resume` where the file still holds what it folded (an
+/// append-only file that grew: only the rest is read), and saying where a later fold can go on.
+pub fn fold_file_from(
+    path: &Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    project: Option<String>,
+    resume: Option<Resume>,
+) -> io::Result<Folded> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
-    let plain = READ_BUF.with(|cell| -> io::Result<Option<Outcome>> {
+    let mut start = None;
+    if let Some(r) = resume {
+        let engine = AnyDialect::from_name(r.checkpoint.engine).ok();
+        if let (Some(engine), Some(ends)) = (engine, still_there(&mut file, &r.checkpoint)?) {
+            start = Some((r, engine, ends));
+        } else {
+            use std::io::{Seek, SeekFrom};
+            file.seek(SeekFrom::Start(0))?;
+        }
+    }
+    let plain = READ_BUF.with(|cell| -> io::Result<Option<Folded>> {
         let Ok(mut buf) = cell.try_borrow_mut() else {
             return Ok(None);
         };
@@ -678,10 +894,26 @@ pub fn fold_file(
             OutOfMemory::reserve(&mut buf, crate::jsonl::READ_CHUNK).map_err(io_oom)?;
             buf.resize(crate::jsonl::READ_CHUNK, 0);
         }
-        let mut engine = Engine::new(dialect.clone(), budget);
-        let mut fold = StreamFold::new(project.clone());
+        let resumed = start.is_some();
+        let (mut engine, mut fold, mut ends, mut offset) = match start {
+            Some((r, engine, ends)) => {
+                let offset = r.checkpoint.offset;
+                (
+                    Engine::resume(engine, budget, offset),
+                    StreamFold::restore(r),
+                    ends,
+                    offset,
+                )
+            }
+            None => (
+                Engine::new(dialect.clone(), budget),
+                StreamFold::new(project.clone()),
+                Ends::default(),
+                0,
+            ),
+        };
         let mut seq = 0u64;
-        let mut first = true;
+        let mut first = !resumed;
         loop {
             let mut n = 0;
             // the first chunk: at least the 4 bytes of a magic, or the whole file
@@ -706,10 +938,26 @@ pub fn fold_file(
             if n == 0 {
                 break;
             }
+            ends.push(chunk);
+            offset += n as u64;
             sink::feed(&mut engine, &mut seq, chunk, &mut fold).map_err(io_oom)?;
         }
+        let checkpoint = match engine.dialect() {
+            Some(d) if engine.split_ok() && offset > 0 => Some(Checkpoint {
+                offset,
+                head: fnv1a(&ends.head),
+                tail: fnv1a(&ends.last),
+                engine: d.name(),
+                state: fold.state(),
+            }),
+            _ => None,
+        };
         sink::finish(&mut engine, &mut seq, &mut fold).map_err(io_oom)?;
-        Ok(Some(fold.finish()))
+        Ok(Some(Folded {
+            outcome: fold.finish(),
+            checkpoint,
+            resumed,
+        }))
     })?;
     if let Some(out) = plain {
         return Ok(out);
@@ -722,7 +970,11 @@ pub fn fold_file(
         sink::feed(&mut engine, &mut seq, chunk, &mut fold).map_err(io_oom)
     })?;
     sink::finish(&mut engine, &mut seq, &mut fold).map_err(io_oom)?;
-    Ok(fold.finish())
+    Ok(Folded {
+        outcome: fold.finish(),
+        checkpoint: None,
+        resumed: false,
+    })
 }
 
 #[cfg(test)]

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +31,17 @@ def tree(tmp_path: Path) -> Path:
         shutil.copy(EXAMPLES / name, root / "projects" / "-home-dev-p" / name)
     for p in EXAMPLES.glob("codex-*.jsonl"):
         shutil.copy(p, root / "sessions" / p.name)
+    age(root)
     return root
+
+
+def age(root: Path, seconds: int = 3600) -> None:
+    """Every file's modification time ``seconds`` ago: a file modified just now is not
+    memoized (report_cache.RACY_NS)."""
+    t = time.time_ns() - seconds * 1_000_000_000
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(t, t))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -68,12 +81,15 @@ class _NoFold:
             raise AssertionError(f"folded again: {files}")
         return []
 
+    _usage_fold_resume = _usage_fold_files
+
 
 def test_a_changed_file_is_read_again(tree, capsys) -> None:
     run(capsys, "--json", str(tree))
     f = tree / "projects" / "-home-dev-p" / "claude-session.jsonl"
     lines = f.read_text().splitlines(keepends=True)
     f.write_text("".join(lines[: len(lines) // 2]))  # the same head, another size
+    age(tree)
     expected = run(capsys, "--no-cache", "--json", str(tree))
     assert run(capsys, "--json", str(tree)) == expected
     # the same size and time, another head: read again too
@@ -82,7 +98,7 @@ def test_a_changed_file_is_read_again(tree, capsys) -> None:
     data = bytearray(g.read_bytes())
     data[data.index(b"019b")] = ord("1")
     g.write_bytes(bytes(data))
-    os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns))  # the change time moves on
     expected = run(capsys, "--no-cache", "--json", str(tree))
     assert run(capsys, "--json", str(tree)) == expected
 
@@ -120,7 +136,9 @@ def test_corrupt_or_foreign_cache_is_ignored_and_rebuilt(tree, capsys, damage) -
                 for line in body.split(b"\n"):
                     key, _, rest = line.partition(b"\t")
                     fp = json.loads(rest)[0]
-                    lines.append(key + b"\t" + json.dumps([fp, [[["x"]], 5], "k", None]).encode())
+                    lines.append(
+                        key + b"\t" + json.dumps([fp, [[["x"]], 5], "k", None, [1]]).encode()
+                    )
                 report_cache._write_body(str(p), meta["format"], b"\n".join(lines))
         else:
             p.write_bytes(b"")
@@ -161,3 +179,90 @@ def test_unwritable_cache_dir_is_not_an_error(tree, capsys, monkeypatch, tmp_pat
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # a file where a directory should be
     expected = run(capsys, "--no-cache", "--json", str(tree))
     assert run(capsys, "--json", str(tree)) == expected
+
+
+def test_a_file_modified_just_now_is_not_memoized(tree, capsys) -> None:
+    """Its stamp may not tell a change made within the same tick of the file system's clock."""
+    f = tree / "sessions" / "codex-rollout.jsonl"
+    f.write_bytes(f.read_bytes())
+    expected = run(capsys, "--json", str(tree))
+    assert report_cache.Memo().entries() == []
+    age(tree)
+    assert run(capsys, "--json", str(tree)) == expected
+    assert len(report_cache.Memo().entries()) == 1
+
+
+def launch(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from checkfu_fast import _launch
+
+    status = _launch.main(["report", *argv])
+    return status, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--json"],
+        ["--by", "day,model", "--csv", "--tz", "Europe/Berlin"],
+        ["--by=block", "--since", "2020-01-01", "--until=2030-12-31", "--no-estimate"],
+        ["--dialect", "auto", "--by", "model", "--no-progress"],
+    ],
+)
+def test_the_entry_point_answers_a_rerun_from_the_memo(tree, capsys, monkeypatch, argv) -> None:
+    expected = run(capsys, "--no-cache", *argv, str(tree))
+    assert launch(capsys, "--tz", "UTC", *argv, str(tree)) == expected  # the full run
+    assert report_cache.memo_hit(["--tz", "UTC", *argv, str(tree)]) == expected[1]
+    from checkfu_fast import cli
+
+    monkeypatch.setattr(cli, "main", lambda *a: pytest.fail("not answered from the memo"))
+    assert launch(capsys, "--tz", "UTC", *argv, str(tree)) == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--js"],  # argparse takes abbreviations: left to it
+        ["--active"],
+        ["--no-cache"],
+        ["--json", "-"],
+        ["--bogus"],
+        ["--by"],
+        ["--dialect", "mapping.json"],
+        ["--since", "yesterday"],
+        ["--tz", "Not/AZone"],
+    ],
+)
+def test_the_memo_shortcut_leaves_other_runs_to_the_command(tree, capsys, argv) -> None:
+    run(capsys, "--json", str(tree))  # a memo for --json
+    assert report_cache.memo_hit(["--tz", "UTC", *argv, str(tree)]) is None
+
+
+def test_paths_after_an_option_or_another_path_are_keyed_apart(tree, capsys) -> None:
+    run(capsys, "--json", str(tree))
+    assert report_cache.memo_hit(["--tz", "UTC", "--json", str(tree)]) is not None
+    assert report_cache.memo_hit(["--tz", "UTC", str(tree), "--json"]) is None
+    empty = tree.parent / "empty"
+    empty.mkdir()
+    # the same inputs, but the full run warns about the empty directory (exit 1)
+    assert report_cache.memo_hit(["--tz", "UTC", "--json", str(tree), str(empty)]) is None
+
+
+def test_a_memo_hit_imports_neither_the_fold_nor_the_reference(tree, capsys) -> None:
+    """The re-run answered by the entry point before the fold, the prices and the pure-Python
+    twin are imported (most of the package's import time)."""
+    expected = run(capsys, "--json", str(tree))
+    code = (
+        "import sys\n"
+        "from checkfu_fast._launch import main\n"
+        f"status = main(['report', '--tz', 'UTC', '--json', {str(tree)!r}])\n"
+        "mods = [m for m in sys.modules if m.startswith('checkfu_fast.')]\n"
+        "print(repr(sorted(mods)), file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert (0, out.stdout) == expected
+    mods = eval(out.stderr.strip().splitlines()[-1])
+    for heavy in ("reference", "usage", "prices", "report", "cli", "arrow"):
+        assert f"checkfu_fast.{heavy}" not in mods

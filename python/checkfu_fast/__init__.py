@@ -11,10 +11,10 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from . import paths as _paths
-from . import reference
 from .audit import audit, audit_files
 from .errors import (
     CheckfuError,
@@ -25,8 +25,45 @@ from .errors import (
     UnknownDialect,
 )
 from .outputs import atomic_output, refuse_aliases
-from .reference import DIALECTS, MappedDialect, check_options, load_dialect, resolve_fields
-from .usage import UsageFold, usage_totals
+
+if TYPE_CHECKING:
+    from . import reference
+    from .reference import DIALECTS, MappedDialect, load_dialect
+    from .usage import UsageFold, usage_totals
+
+# imported on first use (module ``__getattr__``): the pure-Python twin and the usage fold are
+# most of the package's import time, and a ``report`` re-run answered from its memo needs
+# neither (report_cache.memo_hit)
+_LAZY = {
+    "reference": ("reference", None),
+    "DIALECTS": ("reference", "DIALECTS"),
+    "MappedDialect": ("reference", "MappedDialect"),
+    "check_options": ("reference", "check_options"),
+    "load_dialect": ("reference", "load_dialect"),
+    "resolve_fields": ("reference", "resolve_fields"),
+    "UsageFold": ("usage", "UsageFold"),
+    "usage_totals": ("usage", "usage_totals"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(f"{__name__}.{spec[0]}")
+    value = module if spec[1] is None else getattr(module, spec[1])
+    globals()[name] = value
+    return value
+
+
+def _ref() -> ModuleType:
+    """The pure-Python twin (imported on first use)."""
+    from . import reference as ref
+
+    return ref
+
 
 try:
     from . import _native
@@ -43,7 +80,7 @@ else:
 
 #: Every event field, in output order (the core's field table, ``rust/fields.rs``).
 EVENT_FIELDS: tuple[str, ...] = (
-    tuple(_native.EVENT_FIELDS) if _native is not None else reference.EVENT_FIELDS
+    tuple(_native.EVENT_FIELDS) if _native is not None else _ref().EVENT_FIELDS
 )
 
 __version__ = "0.1.0"
@@ -87,13 +124,13 @@ def _as_bytes(data: Any) -> bytes:
 def _fields(fields: Any) -> list[str] | None:
     """A ``fields`` argument checked (:func:`checkfu_fast.reference.resolve_fields`: same
     errors on both paths) as the core takes it: None for every field, else the names."""
-    keep = resolve_fields(fields)
+    keep = _ref().resolve_fields(fields)
     return None if keep is None else list(keep)
 
 
 def _native_dialect(dialect: str | MappedDialect) -> Any:
     """The argument the native core takes: a name, or the mapping compiled once by Rust."""
-    if not isinstance(dialect, MappedDialect):
+    if not isinstance(dialect, _ref().MappedDialect):
         return dialect
     if dialect.native_handle is None:
         dialect.native_handle = _native.Mapping(dialect.source)
@@ -117,11 +154,11 @@ def normalize(
     ``subtype`` always kept). A projected event carries ``lineBytes`` (the line's length in
     bytes) on every event, so ``raw`` stays recoverable from (file, ``position``,
     ``lineBytes``)."""
-    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
-        return reference.normalize(
+        return _ref().normalize(
             raw,
             dialect,
             max_line_bytes=max_line_bytes,
@@ -154,11 +191,11 @@ def normalize_jsonl(
     (``1e+16``, ``-0.0``), integers of any size. ``json.loads`` of each line gives the event
     ``normalize()`` gives; :func:`checkfu_fast.reference.normalize_jsonl` gives the same bytes.
     """
-    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
-        return reference.normalize_jsonl(
+        return _ref().normalize_jsonl(
             raw,
             dialect,
             max_line_bytes=max_line_bytes,
@@ -192,7 +229,7 @@ def normalize_arrow(
     ``fields`` as in :func:`normalize`: the columns of the fields not asked for are left out
     and never computed. Needs the native core.
     """
-    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidOption(f"batch_rows must be a positive int, got {batch_rows!r}")
@@ -224,7 +261,7 @@ def write_parquet(
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
     return _write(
         _paths.expand(paths),
         os.fspath(out),
@@ -317,7 +354,7 @@ def normalize_files(
         raise InvalidOption("format='parquet' writes files: it needs out_dir")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
-    check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     inputs = _paths.expand(paths)
     outputs = None
@@ -476,14 +513,14 @@ class Normalizer:
         fields: str | Sequence[str] | None = None,
         collapse_junk: bool = False,
     ) -> None:
-        check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
         if source is not None and not isinstance(source, str):
             raise TypeError("source must be a str or None")
         self._source = source
         keep = _fields(fields)
         self._projected = keep is not None
         if _native is None:  # pragma: no cover
-            self._inner: Any = reference.Normalizer(
+            self._inner: Any = _ref().Normalizer(
                 dialect,
                 max_line_bytes=max_line_bytes,
                 max_depth=max_depth,
@@ -514,7 +551,7 @@ class Normalizer:
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise TypeError(f"chunk must be bytes, not {type(chunk).__name__}")
         if _native is None:  # pragma: no cover
-            return reference.dumps_jsonl(
+            return _ref().dumps_jsonl(
                 self._tagged(self._inner.feed(bytes(chunk))), projected=self._projected
             )
         return cast(
@@ -524,9 +561,7 @@ class Normalizer:
     def finish_jsonl(self) -> bytes:
         """:meth:`finish`, the events as JSONL bytes. Idempotent."""
         if _native is None:  # pragma: no cover
-            return reference.dumps_jsonl(
-                self._tagged(self._inner.finish()), projected=self._projected
-            )
+            return _ref().dumps_jsonl(self._tagged(self._inner.finish()), projected=self._projected)
         return cast(bytes, self._inner.finish_jsonl())
 
     def feed_arrow(self, chunk: bytes, *, batch_rows: int = 65536) -> _native.ArrowEvents:
@@ -574,10 +609,10 @@ def validate_journal(
     empty list means every record is valid. Unknown kinds are violations with keyword
     ``unknown_kind`` (reported, not fatal). See docs/journal.md.
     """
-    check_options("auto", max_line_bytes, max_depth, max_nodes)
+    _ref().check_options("auto", max_line_bytes, max_depth, max_nodes)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
-        return reference.validate_journal(
+        return _ref().validate_journal(
             raw, max_line_bytes=max_line_bytes, max_depth=max_depth, max_nodes=max_nodes
         )
     return _native.validate_journal(raw, max_line_bytes, max_depth, max_nodes)

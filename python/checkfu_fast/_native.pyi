@@ -23,6 +23,7 @@ __all__ = [
     "_normalize_range_arrow",
     "_split_plan",
     "_usage_fold_files",
+    "_usage_fold_resume",
     "arrow_columns",
     "normalize",
     "normalize_arrow",
@@ -191,6 +192,20 @@ def _usage_fold_files(
     """Each ``(path, project)`` folded on its own by the core (rust/usage.rs), on ``jobs``
     threads, the GIL released: ``(summary, known, unknown)`` (``usage.StreamSummary.of`` takes
     the summary), or None where the Python fold must read the file."""
+
+def _usage_fold_resume(
+    files: list[tuple[str, str | None, Any]],
+    dialect: str | Mapping,
+    max_line_bytes: int,
+    max_depth: int,
+    max_nodes: int,
+    jobs: int | None = None,
+) -> list[tuple[tuple[Any, ...], int, int, tuple[Any, ...] | None, bool] | None]:
+    """:func:`_usage_fold_files` for the report's cache: each ``(path, project, resume)``,
+    ``resume`` None or ``(summary, known, unknown, checkpoint)`` of an earlier fold of the file
+    (tuples or JSON's lists); where the file still holds the bytes that fold read, only the
+    rest is read. Per file ``(summary, known, unknown, checkpoint, resumed)`` (checkpoint None
+    where no later fold can go on), or None."""
 
 @final
 class Normalizer:

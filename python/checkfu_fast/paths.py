@@ -25,6 +25,7 @@ The rule (README "Directories, progress, Dask", docs/scale.md):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import warnings
@@ -54,13 +55,15 @@ _KINDS = {
 }
 
 
-def _regular(path: str) -> bool:
+def _regular(path: str, st: os.stat_result | None = None) -> bool:
     """True for a regular file (or a path that cannot be examined: reading it reports why);
-    anything else is warned about and skipped."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return True
+    anything else is warned about and skipped. ``st``: its ``os.stat`` when already taken."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+    mode = st.st_mode
     if stat.S_ISREG(mode):
         return True
     kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
@@ -73,43 +76,84 @@ def is_stream_name(name: str) -> bool:
     return not name.startswith(".") and name.endswith(SUFFIXES)
 
 
-def walk(directory: str, suffixes: tuple[str, ...] | None = SUFFIXES) -> Iterator[str]:
+def walk(
+    directory: str,
+    suffixes: tuple[str, ...] | None = SUFFIXES,
+    stats: dict[str, os.stat_result] | None = None,
+) -> Iterator[str]:
     """The stream files under ``directory``, in the stable order of the module doc
-    (``suffixes=None``: every file that is not hidden)."""
+    (``suffixes=None``: every file that is not hidden). ``stats``, when given, gets each
+    listed file's ``os.stat`` (taken once: it also tells a regular file; a file that cannot be
+    examined has none)."""
     seen: set[tuple[int, int]] = set()
 
-    def mark(path: str) -> bool:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
+    def mark(st: os.stat_result) -> bool:
         key = (st.st_dev, st.st_ino)
         if key in seen:
             return False
         seen.add(key)
         return True
 
-    if not mark(directory):
+    try:
+        top = os.stat(directory)
+    except OSError:
         return
-    for root, dirs, files in os.walk(directory, followlinks=True):
-        dirs[:] = [d for d in sorted(dirs) if not d.startswith(".") and mark(os.path.join(root, d))]
-        for name in sorted(files):
-            if not name.startswith(".") and (suffixes is None or name.endswith(suffixes)):
-                path = os.path.join(root, name)
-                if _regular(path):
-                    yield path
+    # os.walk's top-down order with sorted names, links followed, iteratively: a directory's
+    # files, then each subdirectory (marked when its turn comes) walked the same way
+    todo: list[tuple[str, os.stat_result | None]] = [(directory, top)]
+    while todo:
+        path, st = todo.pop()
+        if st is not None and not mark(st):
+            continue
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError:
+            continue  # an unreadable directory lists nothing
+        files: list[os.DirEntry[str]] = []
+        dirs: list[os.DirEntry[str]] = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()  # follows a symlink, as os.walk
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(e)
+        files.sort(key=_name)
+        for e in files:
+            name = e.name
+            if name.startswith(".") or (suffixes is not None and not name.endswith(suffixes)):
+                continue
+            try:
+                fst: os.stat_result | None = e.stat()
+            except OSError:
+                fst = None
+            if fst is None or stat.S_ISREG(fst.st_mode) or _regular(e.path, fst):
+                if stats is not None and fst is not None:
+                    stats[e.path] = fst
+                yield e.path
+        dirs.sort(key=_name, reverse=True)
+        for e in dirs:
+            if not e.name.startswith("."):
+                with contextlib.suppress(OSError):
+                    todo.append((e.path, e.stat()))
+
+
+def _name(e: os.DirEntry[str]) -> str:
+    return e.name
 
 
 def expand(
-    paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] | None = SUFFIXES
+    paths: Iterable[str | os.PathLike[str]],
+    suffixes: tuple[str, ...] | None = SUFFIXES,
+    stats: dict[str, os.stat_result] | None = None,
 ) -> list[str]:
     """Every input: paths that are not directories as given, directories walked (see the
-    module doc), in the order given."""
+    module doc), in the order given; ``stats`` as in :func:`walk` (for the files found)."""
     out: list[str] = []
     for p in paths:
         s = os.fspath(p)
         if s != "-" and os.path.isdir(s):
-            out += walk(s, suffixes)
+            out += walk(s, suffixes, stats)
         else:
             out.append(s)
     return out

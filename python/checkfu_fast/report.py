@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
-import hashlib
 import io
 import json
 import math
@@ -28,13 +27,14 @@ from collections.abc import Iterator
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
-from . import Normalizer, _native_dialect
+from . import Normalizer, _native_dialect, report_cache
 from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
-from .paths import empty_dirs, expand, walk
+from .paths import empty_dirs, expand
 from .progress import Progress, wanted
 from .report_cache import Memo, SummaryCache
+from .report_inputs import default_paths, local_zone
 from .usage import DIMENSIONS, StreamSummary, UsageFold
 
 # the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
@@ -120,91 +120,6 @@ def add_arguments(r: Any) -> None:
 def iter_files(paths: list[str]) -> Iterator[str]:
     """Every input: files as given, directories walked (:func:`checkfu_fast.paths.expand`)."""
     yield from expand(paths)
-
-
-def _split(value: str | None) -> list[str]:
-    return [p for p in (value or "").split(",") if p.strip()]
-
-
-def default_paths(env: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
-    """The default inputs and the folders they come from.
-
-    claude: ``projects`` of each folder of ``$CLAUDE_CONFIG_DIR`` (comma-separated), else
-    ``~/.config/claude/projects`` and ``~/.claude/projects``; codex: ``sessions`` and
-    ``archived_sessions`` of each folder of ``$CODEX_HOME`` (comma-separated, default
-    ``~/.codex``), a rollout in both counted once (the active copy). Codex files are taken in
-    the order of their names (``rollout-<time>-<id>``: the order they were written)."""
-    e = os.environ if env is None else env
-    home = e.get("HOME") or os.path.expanduser("~")
-    dirs: list[str] = []
-    claude = [
-        os.path.join(os.path.expanduser(d.strip()), "projects")
-        for d in _split(e.get("CLAUDE_CONFIG_DIR"))
-    ] or [
-        os.path.join(home, ".config", "claude", "projects"),
-        os.path.join(home, ".claude", "projects"),
-    ]
-    files: list[str] = []
-    for d in claude:
-        if os.path.isdir(d):
-            dirs.append(d)
-            files += walk(d, (".jsonl",))
-    codex: list[str] = []
-    for h in _split(e.get("CODEX_HOME")) or [os.path.join(home, ".codex")]:
-        h = os.path.expanduser(h.strip())
-        active = os.path.join(h, "sessions")
-        archived = os.path.join(h, "archived_sessions")
-        names: set[str] = set()
-        if os.path.isdir(active):
-            dirs.append(active)
-            got = list(walk(active, (".jsonl", ".jsonl.gz", ".jsonl.zst")))
-            names |= {os.path.basename(f) for f in got}
-            codex += got
-        if os.path.isdir(archived):
-            dirs.append(archived)
-            codex += [
-                f
-                for f in walk(archived, (".jsonl", ".jsonl.gz", ".jsonl.zst"))
-                if os.path.basename(f) not in names
-            ]
-    codex.sort(key=lambda f: (os.path.basename(f), f))
-    return files + codex, dirs
-
-
-def local_zone(name: str | None = None) -> tzinfo:
-    """``name`` (IANA), else ``$TZ``, else the machine's zone (``/etc/localtime``)."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    want = name if name is not None else os.environ.get("TZ")
-    if want:
-        want = want.lstrip(":")
-        try:
-            if want.startswith("/"):
-                with open(want, "rb") as f:
-                    return ZoneInfo.from_file(f, key=want)
-            return ZoneInfo(want)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            if name is not None:
-                raise ValueError(f"--tz {name}: not a known IANA time zone") from None
-            return _fixed_local()
-    try:
-        with open("/etc/localtime", "rb") as f:
-            return ZoneInfo.from_file(f, key=_zone_name())
-    except (OSError, ValueError):
-        return _fixed_local()
-
-
-def _zone_name() -> str:
-    try:
-        target = os.readlink("/etc/localtime")
-    except OSError:
-        return "localtime"
-    return target.split("zoneinfo/", 1)[-1]
-
-
-def _fixed_local() -> tzinfo:
-    tz = datetime.now().astimezone().tzinfo
-    return tz if tz is not None else timezone.utc
 
 
 def recognised_none(name: str, dialect: str, unknown: int, progress: Progress) -> None:
@@ -296,15 +211,25 @@ def fold_files(
                 if hit is not None:
                     done[k] = _summary(hit)
         todo = [k for k in range(len(batch)) if done[k] is None]
-        results = native._usage_fold_files(
-            [(batch[k], projects[k]) for k in todo], _native_dialect(dialect), *BUDGET, jobs
-        )
+        if cache is None:
+            results = native._usage_fold_files(
+                [(batch[k], projects[k]) for k in todo], _native_dialect(dialect), *BUDGET, jobs
+            )
+        else:  # a file that grew is read from where it ended, if it can be
+            results = native._usage_fold_resume(
+                [(batch[k], projects[k], cache.resume_point(keys[k])) for k in todo],
+                _native_dialect(dialect),
+                *BUDGET,
+                jobs,
+            )
         for k, res in zip(todo, results, strict=True):
             if res is None:
                 continue
-            done[k] = _summary(res)
+            done[k] = _summary(res[:3])
             if cache is not None:
-                cache.put(keys[k], fps[k], list(res))
+                cache.put(keys[k], fps[k], list(res[:4]))
+                if res[4]:
+                    cache.resumed.append(batch[k])
         for name, got in zip(batch, done, strict=True):
             if got is None:
                 yield name, None
@@ -592,8 +517,9 @@ def _main(args: argparse.Namespace) -> int:
     )
     status = files = 0
     paths: list[str] = list(args.paths)
+    stats: dict[str, os.stat_result] = {}  # what the walk took: the memo's stamps
     if not paths:
-        names, dirs = default_paths()
+        names, dirs = default_paths(stats=stats)
         if not dirs:
             print(
                 "checkfu-fast: no claude or codex session folder found (~/.claude/projects, "
@@ -607,28 +533,30 @@ def _main(args: argparse.Namespace) -> int:
                 f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr
             )
             status = 1
-        names = list(iter_files(paths))
+        names = expand(paths, stats=stats)
     if getattr(args, "limits", False):
         from .limits import run
 
         return run(args, names, status, snap if estimate else None, tz)
-    progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
     dialect = args.dialect if args.dialect is not None else "auto"
     cache = memo = None
     if not args.no_cache and _native_module() is not None:
         cache = SummaryCache()
-        memo_key = _memo_key(args, names, cache, by, tz, since, until, status)
+        memo_key = _memo_key(args, names, stats, by, tz, since, until, status)
         if memo_key is not None:
             memo = Memo()
             text = memo.get(memo_key)
             if text is not None:  # the same options over the same unchanged files
-                for name in names:
-                    progress.file_done(name)
-                progress.close()
+                sizes = (report_cache.stamps(names, stats) or [])[::5]
+                if not report_cache.replay_progress(names, sizes, getattr(args, "progress", None)):
+                    progress = Progress(names, True)
+                    for name in names:
+                        progress.file_done(name)
                 sys.stdout.write(text)
                 return 0
             args.memo = (memo, memo_key)
+    progress = Progress(names, wanted(getattr(args, "progress", None)))
     for name, done in fold_files(fold, names, dialect, cache=cache):
         try:
             if done is not None:
@@ -675,34 +603,39 @@ def _main(args: argparse.Namespace) -> int:
 def _memo_key(
     args: argparse.Namespace,
     names: list[str],
-    cache: SummaryCache,
+    stats: dict[str, os.stat_result],
     by: list[str],
     tz: tzinfo,
     since: str | None,
     until: str | None,
     status: int,
 ) -> str | None:
-    """The key of this run's output in :class:`~checkfu_fast.report_cache.Memo`: the options
-    and every input's key and fingerprint; None where the output may differ on a re-run with
-    the same ones (``--active`` depends on the time, ``-`` on what is piped, a mapping file
-    on its text) or is not kept (a warning was given, a file cannot be read)."""
+    """The key of this run's output in :class:`~checkfu_fast.report_cache.Memo`
+    (:func:`~checkfu_fast.report_cache.memo_key`: the options, the paths, every input and its
+    stamp); None where the output may differ on a re-run with the same ones (``--active``
+    depends on the time, ``-`` on what is piped, a mapping file on its text, an input just
+    modified may change again unseen) or is not kept (a warning was given, a file cannot be
+    read)."""
     dialect = args.dialect if args.dialect is not None else "auto"
     if status or args.active or "-" in names or not isinstance(dialect, str):
         return None
-    prices = None
-    if args.prices:
-        try:
-            with open(args.prices, "rb") as f:
-                prices = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
-        except OSError:
-            return None
-    fps = cache.fingerprints(names)
-    if any(fp is None for fp in fps):
+    st = report_cache.stamps(names, stats)
+    if st is None:
         return None
-    zone = getattr(tz, "key", None) or str(tz)
-    options = [by, zone, since, until, prices, args.no_estimate, args.json, args.csv, dialect]
-    # a file's cache key follows from its name and the working directory
-    return Memo.key([options, os.getcwd(), names, fps])
+    return report_cache.memo_key(
+        by=by,
+        zone=getattr(tz, "key", None) or str(tz),
+        since=since,
+        until=until,
+        prices=args.prices,
+        no_estimate=args.no_estimate,
+        json_out=args.json,
+        csv_out=args.csv,
+        dialect=dialect,
+        paths=list(args.paths),
+        names=names,
+        stamps=st,
+    )
 
 
 def _active_text(a: dict[str, Any] | None, tz: tzinfo) -> str:

@@ -10,6 +10,11 @@ format, the package version and :data:`VERSION`, and a hash of its entries: a ca
 corrupt, foreign or from another version is ignored and rebuilt. It is replaced atomically at
 the end of a run that changed it (a temporary file renamed over it), so a run cut short or two
 runs at once leave a whole cache, the last one's.
+
+On top, :class:`Memo` keeps a clean run's output under a key made of its options and every
+input's stamp (:func:`stamps`: size, modification and change times, inode, device; nothing is
+read), and :func:`memo_hit` answers a re-run from it before anything that folds is imported
+(the ``checkfu-fast`` entry point, :mod:`checkfu_fast._launch`).
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import hashlib
 import json
 import os
 import tempfile
+import time
+from datetime import date
 from typing import Any
 
 from . import __version__
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
-VERSION = 1
+VERSION = 2
 FORMAT = "checkfu_fast report cache"
 MEMO_FORMAT = "checkfu_fast report memo"
 #: Bytes hashed from the start of each file.
@@ -35,6 +42,9 @@ NAME = "report-cache.json"
 MEMO_DIR = "memo"
 #: Outputs kept by :class:`Memo`.
 MEMO_ENTRIES = 16
+#: An input modified this recently (ns) may be modified again within the same tick of the file
+#: system's clock and keep its stamp: such a run's output is not memoized (git's "racy" rule).
+RACY_NS = 2_000_000_000
 
 
 def cache_dir(env: dict[str, str] | None = None) -> str:
@@ -61,8 +71,10 @@ def _stamp() -> str:
 class SummaryCache:
     """The entries of one cache file: :meth:`get` what a file gave, :meth:`put` what it gives
     now, :meth:`save` once at the end. An entry is one line, ``KEY<TAB>[fingerprint, summary,
-    known, unknown]`` (JSON both), kept as text until it is used: the memory of a big tree's
-    cache is its text, not its objects."""
+    known, unknown, checkpoint]`` (JSON both), kept as text until it is used: the memory of a
+    big tree's cache is its text, not its objects. ``checkpoint`` (the core's, or null) is
+    where the fold of the file can go on when it grew (:meth:`resume_point`): an append-only
+    file is then read from where it ended."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.path = os.path.join(directory or cache_dir(), NAME)
@@ -71,6 +83,7 @@ class SummaryCache:
         self.changed = False
         self.hits = 0
         self.fps: dict[str, list[Any] | None] = {}
+        self.resumed: list[str] = []  # files read from where they ended this run
 
     def fingerprints(self, names: list[str]) -> list[list[Any] | None]:
         """:func:`fingerprints` of ``names``, each taken once per run."""
@@ -114,10 +127,25 @@ class SummaryCache:
             e = json.loads(raw)
         except (ValueError, RecursionError):
             return None
-        if not isinstance(e, list) or len(e) != 4 or e[0] != fp:
+        if not isinstance(e, list) or len(e) != 5 or e[0] != fp:
             return None
         self.new[key] = raw
         self.hits += 1
+        return e[1:4]
+
+    def resume_point(self, key: str) -> list[Any] | None:
+        """``[summary, known, unknown, checkpoint]`` of the file's last fold when it has a
+        checkpoint (whatever the file's fingerprint is now: the core checks that the bytes
+        folded then are still there, else reads the file whole)."""
+        raw = self.old.get(key)
+        if raw is None:
+            return None
+        try:
+            e = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(e, list) or len(e) != 5 or e[4] is None:
+            return None
         return e[1:]
 
     def put(self, key: str, fp: list[Any] | None, value: list[Any]) -> None:
@@ -247,3 +275,166 @@ class Memo:
             return [e.name[:-4] for e in os.scandir(self.dir) if e.name.endswith(".txt")]
         except OSError:
             return []
+
+
+def stamps(names: list[str], stats: dict[str, os.stat_result] | None = None) -> list[int] | None:
+    """Per input ``size, mtime_ns, ctime_ns, inode, device`` (from ``stats`` where the walk
+    took it, else ``os.stat``), flat: the memo's view of the files (nothing is read); None
+    when one cannot be examined or one was modified in the last :data:`RACY_NS` (its stamp
+    may not tell a further change)."""
+    recent = time.time_ns() - RACY_NS
+    out: list[int] = []
+    known = stats or {}
+    for name in names:
+        st = known.get(name)
+        if st is None:
+            try:
+                st = os.stat(name)
+            except (OSError, ValueError):
+                return None
+        if st.st_mtime_ns >= recent:
+            return None
+        out += (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    return out
+
+
+def memo_key(
+    *,
+    by: list[str],
+    zone: str,
+    since: str | None,
+    until: str | None,
+    prices: str | None,
+    no_estimate: bool,
+    json_out: bool,
+    csv_out: bool,
+    dialect: str,
+    paths: list[str],
+    names: list[str],
+    stamps: list[int],
+) -> str | None:
+    """The key of a run's output in :class:`Memo`: its options (``zone`` the resolved time
+    zone's name, ``prices`` the ``--prices`` file, hashed), the paths as given, the working
+    directory (relative names), every input and its stamp (:func:`stamps`); None when the
+    ``--prices`` file cannot be read."""
+    digest = None
+    if prices:
+        try:
+            with open(prices, "rb") as f:
+                digest = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+        except OSError:
+            return None
+    options = [by, zone, since, until, digest, no_estimate, json_out, csv_out, dialect]
+    h = hashlib.blake2b(digest_size=16)
+    h.update(json.dumps([options, os.getcwd(), paths, len(names)]).encode())
+    for part in ("\0".join(names), " ".join(map(str, stamps))):
+        h.update(b"\n" + part.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def replay_progress(names: list[str], sizes: list[int], flag: bool | None) -> bool:
+    """The progress a run over ``names`` ends with, drawn at once on a terminal (a memo hit
+    reads nothing); False, doing nothing, where it would print a line per file (``--progress``
+    with stderr not a terminal)."""
+    from .progress import Progress, wanted
+
+    p = Progress([], wanted(flag))
+    if p.enabled and not p.tty:
+        return False
+    p.files = p.done_files = len(names)
+    p.total = p.done_bytes = sum(sizes)
+    p.close()
+    return True
+
+
+_FLAGS = {"--json", "--csv", "--no-estimate", "--progress", "--no-progress"}
+_VALUED = {"--by", "--tz", "--since", "--until", "--prices", "--dialect"}
+
+
+def memo_hit(argv: list[str]) -> str | None:
+    """The output of ``checkfu-fast report ARGV`` from the memo, with its progress line drawn,
+    or None: not a plain run (an option other than ``--by --tz --since --until --prices
+    --dialect NAME --json --csv --no-estimate --progress --no-progress``, an abbreviated one,
+    stdin, options after a path), a warning while walking, an input that cannot be examined or
+    was just modified, or nothing kept. Only this module, :mod:`checkfu_fast.paths` and
+    :mod:`checkfu_fast.report_inputs` are imported; the key is :func:`memo_key`'s, the one the
+    full run (``report._memo_key``) stores under."""
+    import warnings
+
+    opts: dict[str, Any] = {}
+    paths: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg.startswith("-") and arg != "-" and not paths:
+            name, eq, value = arg.partition("=")
+            if name in _FLAGS and not eq:
+                opts[name] = True
+            elif name in _VALUED:
+                if not eq:
+                    if i >= len(argv):
+                        return None
+                    value = argv[i]
+                    i += 1
+                if value.startswith("-"):
+                    return None
+                opts[name] = value
+            else:
+                return None
+        elif arg.startswith("-"):
+            return None  # stdin, or an option after a path
+        else:
+            paths.append(arg)
+    if "--progress" in opts and "--no-progress" in opts:
+        return None
+    flag = True if "--progress" in opts else False if "--no-progress" in opts else None
+    dialect = opts.get("--dialect", "auto")
+    if dialect != "auto":
+        from . import _native
+
+        if dialect not in _native.DIALECTS:
+            return None
+    from .paths import expand
+    from .report_inputs import default_paths, local_zone
+
+    try:
+        tz = local_zone(opts.get("--tz"))
+        since, until = (
+            None if opts.get(k) is None else date.fromisoformat(opts[k]).isoformat()
+            for k in ("--since", "--until")
+        )
+    except ValueError:
+        return None
+    stats: dict[str, os.stat_result] = {}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        if paths:
+            names = expand(paths, stats=stats)
+        else:
+            names, dirs = default_paths(stats=stats)
+            if not dirs:
+                return None
+    if seen or not names:
+        return None
+    st = stamps(names, stats)
+    if st is None:
+        return None
+    key = memo_key(
+        by=[d.strip() for d in opts.get("--by", "session").split(",") if d.strip()],
+        zone=getattr(tz, "key", None) or str(tz),
+        since=since,
+        until=until,
+        prices=opts.get("--prices"),
+        no_estimate="--no-estimate" in opts,
+        json_out="--json" in opts,
+        csv_out="--csv" in opts,
+        dialect=dialect,
+        paths=paths,
+        names=names,
+        stamps=st,
+    )
+    text = None if key is None else Memo().get(key)
+    if text is None or not replay_progress(names, st[::5], flag):
+        return None
+    return text

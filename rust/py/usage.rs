@@ -7,7 +7,12 @@ use pyo3::types::{PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::event::Num;
-use crate::usage::{fold_file, Outcome, Rec, Summary};
+use std::sync::Mutex;
+
+use crate::usage::{
+    fnv1a, fold_file, fold_file_from, Checkpoint, FoldState, Folded, Outcome, Rec, Resume, Scope,
+    Summary,
+};
 
 fn num<'py>(py: Python<'py>, n: Option<Num>) -> PyResult<Bound<'py, PyAny>> {
     match n {
@@ -123,14 +128,6 @@ pub(crate) fn _usage_fold_files<'py>(
     Ok(out)
 }
 
-/// FNV-1a (64 bits): the hash of a file's head in its cache key (a change detector, not a
-/// digest: the size and modification time are in the key too).
-fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 fn fingerprint(path: &str, head: usize) -> std::io::Result<(u64, i128, String)> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
@@ -166,6 +163,283 @@ pub(crate) fn _fingerprints<'py>(
     for r in results {
         match r {
             Some(t) => out.append(t)?,
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}
+
+fn bad(what: &str) -> PyErr {
+    PyValueError::new_err(format!("not a report cache entry: {what}"))
+}
+
+/// The items of a list or tuple (what JSON gives back for a tuple), exactly `n` of them.
+fn items<'py>(o: &Bound<'py, PyAny>, n: Option<usize>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if !(o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>()) {
+        return Err(bad("a list expected"));
+    }
+    let v: Vec<Bound<'py, PyAny>> = o.try_iter()?.collect::<PyResult<_>>()?;
+    match n {
+        Some(n) if v.len() != n => Err(bad("a list of another length")),
+        _ => Ok(v),
+    }
+}
+
+fn at<'a, 'py>(v: &'a [Bound<'py, PyAny>], i: usize) -> PyResult<&'a Bound<'py, PyAny>> {
+    v.get(i).ok_or_else(|| bad("too short"))
+}
+
+fn opt_str(o: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if o.is_none() {
+        Ok(None)
+    } else {
+        Ok(Some(o.extract()?))
+    }
+}
+
+fn num_of(o: &Bound<'_, PyAny>) -> PyResult<Option<Num>> {
+    if o.is_none() {
+        Ok(None)
+    } else if o.is_instance_of::<pyo3::types::PyBool>() {
+        Err(bad("a count"))
+    } else if o.is_instance_of::<pyo3::types::PyInt>() {
+        Ok(Some(Num::Int(o.extract()?)))
+    } else {
+        Ok(Some(Num::Float(o.cast::<pyo3::types::PyFloat>()?.value())))
+    }
+}
+
+fn rec_of(o: &Bound<'_, PyAny>) -> PyResult<Rec> {
+    let v = items(o, Some(10))?;
+    let ts = at(&v, 8)?;
+    Ok(Rec {
+        model: at(&v, 0)?.extract()?,
+        input: num_of(at(&v, 1)?)?,
+        output: num_of(at(&v, 2)?)?,
+        cached: num_of(at(&v, 3)?)?,
+        cost: num_of(at(&v, 4)?)?,
+        reasoning: num_of(at(&v, 5)?)?,
+        cache_write: num_of(at(&v, 6)?)?,
+        cache_write_1h: num_of(at(&v, 7)?)?,
+        ts: if ts.is_none() {
+            None
+        } else {
+            Some(ts.extract()?)
+        },
+        project: opt_str(at(&v, 9)?)?,
+    })
+}
+
+fn recs_of(o: &Bound<'_, PyAny>) -> PyResult<Vec<Rec>> {
+    items(o, None)?.iter().map(rec_of).collect()
+}
+
+fn dialect_of(o: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let name: String = o.extract()?;
+    crate::usage::dialect_name(&name).ok_or_else(|| bad("a dialect"))
+}
+
+fn strs_of(o: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    items(o, None)?.iter().map(|s| s.extract()).collect()
+}
+
+/// `(offset, head, tail, engine, current, first, ending, dialect, continued, model, project,
+/// scopes)`, a scope `(name, dialect, [(messageId, reading)], covered, plain, counter,
+/// counter_at, closed, prior)` (sorted sets), a reading as in [`rec`].
+fn checkpoint<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyTuple>> {
+    let recs = |rs: &[Rec]| -> PyResult<Bound<'py, PyList>> {
+        let l = PyList::empty(py);
+        for r in rs {
+            l.append(rec(py, r)?)?;
+        }
+        Ok(l)
+    };
+    let scopes = PyList::empty(py);
+    for (name, s) in &c.state.scopes {
+        let messages = PyList::empty(py);
+        for (id, r) in s.messages() {
+            messages.append((id, rec(py, r)?))?;
+        }
+        let mut covered: Vec<&String> = s.covered.iter().collect();
+        covered.sort_unstable();
+        scopes.append(PyTuple::new(
+            py,
+            [
+                name.as_deref().into_bound_py_any(py)?,
+                s.dialect.into_bound_py_any(py)?,
+                messages.into_any(),
+                covered.into_bound_py_any(py)?,
+                recs(&s.plain)?.into_any(),
+                recs(&s.counter)?.into_any(),
+                s.counter_at.into_bound_py_any(py)?,
+                recs(&s.closed)?.into_any(),
+                recs(&s.prior)?.into_any(),
+            ],
+        )?)?;
+    }
+    let st = &c.state;
+    PyTuple::new(
+        py,
+        [
+            c.offset.into_bound_py_any(py)?,
+            c.head.into_bound_py_any(py)?,
+            c.tail.into_bound_py_any(py)?,
+            c.engine.into_bound_py_any(py)?,
+            st.current.as_deref().into_bound_py_any(py)?,
+            st.first.as_deref().into_bound_py_any(py)?,
+            st.ending.into_bound_py_any(py)?,
+            st.dialect.into_bound_py_any(py)?,
+            st.continued.clone().into_bound_py_any(py)?,
+            st.model.as_deref().into_bound_py_any(py)?,
+            st.project.as_deref().into_bound_py_any(py)?,
+            scopes.into_any(),
+        ],
+    )
+}
+
+/// A [`Resume`] from `(summary, known, unknown, checkpoint)` as [`_usage_fold_resume`] gave
+/// them (tuples, or the lists JSON gives back).
+fn resume_of(o: &Bound<'_, PyAny>) -> PyResult<Resume> {
+    let v = items(o, Some(4))?;
+    let s = items(at(&v, 0)?, Some(7))?;
+    let mut counters = Vec::new();
+    for c in items(at(&s, 0)?, None)? {
+        let c = items(&c, Some(5))?;
+        counters.push((
+            at(&c, 0)?.extract()?,
+            dialect_of(at(&c, 1)?)?,
+            rec_of(at(&c, 2)?)?,
+            opt_str(at(&c, 3)?)?,
+            at(&c, 4)?.extract()?,
+        ));
+    }
+    let mut files = Vec::new();
+    for f in items(at(&s, 2)?, None)? {
+        let f = items(&f, Some(5))?;
+        files.push((
+            at(&f, 0)?.extract()?,
+            rec_of(at(&f, 1)?)?,
+            opt_str(at(&f, 2)?)?,
+            dialect_of(at(&f, 3)?)?,
+            at(&f, 4)?.extract()?,
+        ));
+    }
+    let c = items(at(&v, 3)?, Some(12))?;
+    let mut scopes = Vec::new();
+    for sc in items(at(&c, 11)?, None)? {
+        let sc = items(&sc, Some(9))?;
+        let mut scope = Scope::new(dialect_of(at(&sc, 1)?)?);
+        for m in items(at(&sc, 2)?, None)? {
+            let m = items(&m, Some(2))?;
+            scope.push_message(at(&m, 0)?.extract()?, rec_of(at(&m, 1)?)?);
+        }
+        scope.covered = strs_of(at(&sc, 3)?)?.into_iter().collect();
+        scope.plain = recs_of(at(&sc, 4)?)?;
+        scope.counter = recs_of(at(&sc, 5)?)?;
+        scope.counter_at = at(&sc, 6)?.extract()?;
+        scope.closed = recs_of(at(&sc, 7)?)?;
+        scope.prior = recs_of(at(&sc, 8)?)?;
+        scopes.push((opt_str(at(&sc, 0)?)?, scope));
+    }
+    let ending: String = at(&c, 6)?.extract()?;
+    let dialect = at(&c, 7)?;
+    Ok(Resume {
+        checkpoint: Checkpoint {
+            offset: at(&c, 0)?.extract()?,
+            head: at(&c, 1)?.extract()?,
+            tail: at(&c, 2)?.extract()?,
+            engine: dialect_of(at(&c, 3)?)?,
+            state: FoldState {
+                current: opt_str(at(&c, 4)?)?,
+                first: opt_str(at(&c, 5)?)?,
+                ending: crate::usage::ending_name(&ending).ok_or_else(|| bad("an ending"))?,
+                dialect: if dialect.is_none() {
+                    None
+                } else {
+                    Some(dialect_of(dialect)?)
+                },
+                continued: strs_of(at(&c, 8)?)?,
+                model: opt_str(at(&c, 9)?)?,
+                project: opt_str(at(&c, 10)?)?,
+                scopes,
+            },
+        },
+        counters,
+        files,
+        known: at(&v, 1)?.extract()?,
+        unknown: at(&v, 2)?.extract()?,
+        had_usage: at(&s, 6)?.extract()?,
+    })
+}
+
+/// [`_usage_fold_files`] for the report's cache: `files` are `(path, project, resume)`, where
+/// `resume` is None or `(summary, known, unknown, checkpoint)` of an earlier fold of the file
+/// (what this returned; an entry that is not one is ignored). Where the file still holds the
+/// bytes that fold read (its size is at least the checkpoint's offset and the first and last
+/// 4 KiB read then hash the same) only the rest is read, the fold going on from the
+/// checkpoint's state. Per file `(summary, known, unknown, checkpoint, resumed)` (checkpoint:
+/// None where no later fold can go on: a compressed file, one that ends inside a line), or
+/// None as for `_usage_fold_files`.
+#[pyfunction]
+#[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None))]
+pub(crate) fn _usage_fold_resume<'py>(
+    py: Python<'py>,
+    files: Vec<(String, Option<String>, Bound<'py, PyAny>)>,
+    dialect: &Bound<'py, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyList>> {
+    let dialect = super::dialect_arg(dialect)?;
+    let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    let jobs_in: Vec<(String, Option<String>, Mutex<Option<Resume>>)> = files
+        .into_iter()
+        .map(|(path, project, r)| {
+            let resume = if r.is_none() {
+                None
+            } else {
+                resume_of(&r).ok()
+            };
+            (path, project, Mutex::new(resume))
+        })
+        .collect();
+    let results = py
+        .detach(|| {
+            crate::jsonl::par_map(jobs_in.len(), jobs, |i| {
+                let (path, project, resume) = jobs_in.get(i)?;
+                let resume = resume.lock().ok().and_then(|mut r| r.take());
+                let out = fold_file_from(
+                    std::path::Path::new(path),
+                    dialect.clone(),
+                    budget,
+                    project.clone(),
+                    resume,
+                );
+                match out {
+                    Ok(Folded {
+                        outcome: Outcome::Summary(s),
+                        checkpoint,
+                        resumed,
+                    }) => Some((s, checkpoint, resumed)),
+                    Ok(_) | Err(_) => None,
+                }
+            })
+        })
+        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let out = PyList::empty(py);
+    for r in &results {
+        match r {
+            Some((s, c, resumed)) => {
+                let c = match c {
+                    Some(c) => checkpoint(py, c)?.into_any(),
+                    None => py.None().into_bound(py),
+                };
+                out.append((summary(py, s)?, s.known, s.unknown, c, *resumed))?;
+            }
             None => out.append(py.None())?,
         }
     }
