@@ -257,9 +257,23 @@ pub type Counter = (String, &'static str, Rec, Option<String>, bool);
 /// A session-file message: `(key, reading, session, dialect, sidechain)`.
 pub type FileMessage = (String, Rec, Option<String>, &'static str, bool);
 
+/// A rate-limit reading as `report --limits` takes it (`limits.py`): `(dialect, window,
+/// limitType, usedPercent, resetsAt, the line's timestamp)`.
+pub type LimitReading = (
+    &'static str,
+    String,
+    String,
+    Num,
+    Option<String>,
+    Option<String>,
+);
+
 /// One stream's summary (`StreamSummary`).
 #[derive(Debug, Default)]
 pub struct Summary {
+    /// The stream's `rateLimits` readings, in order (not part of `StreamSummary`: the quota
+    /// ledger of `report --limits` takes them apart).
+    pub limits: Vec<LimitReading>,
     pub counters: Vec<Counter>,
     pub readings: Vec<(String, &'static str, Rec)>,
     pub files: Vec<FileMessage>,
@@ -460,6 +474,18 @@ impl StreamFold {
             self.out.unknown += 1;
         } else if ev.kind != "error" {
             self.out.known += 1;
+        }
+        if let Some(x) = ev.extra.as_deref() {
+            for r in &x.rate_limits {
+                self.out.limits.push((
+                    dialect,
+                    r.window.to_string(),
+                    r.limit_type.to_string(),
+                    r.used_percent,
+                    r.resets_at.clone(),
+                    rec.meta.timestamp.map(str::to_owned),
+                ));
+            }
         }
         let mut sid: Option<String> = rec
             .meta

@@ -215,3 +215,43 @@ def test_exit_codes_follow_report(tmp_path: Path, capsys) -> None:
     assert rc == 1 and "recognised none" in err
     rc, _, err = run(["report", "--limits", "--csv", str(f)], capsys)
     assert rc == 2 and "--csv" in err
+
+
+def _sources() -> list[Path]:
+    out = [ROOT / "docs" / "examples-sessions", ROOT / "vectors" / "usage" / "inputs"]
+    out += sorted(p for p in (ROOT / "vectors" / "events").iterdir() if p.is_dir())
+    corpus = ROOT.parent / "shared" / "corpus" / "real"
+    if corpus.is_dir():
+        out += sorted(p for p in corpus.iterdir() if p.is_dir())
+    return out
+
+
+@pytest.mark.parametrize("argv", [["--json"], ["--json", "--no-estimate"], []])
+def test_the_core_fold_gives_what_the_event_fold_gives(capsys, monkeypatch, argv) -> None:
+    """``--limits`` folds each file in the core (``_native._usage_fold_limits``: the summary
+    and the ``rateLimits`` readings, no event dicts): the same output as the fold of the events
+    in Python, over every example, vector and corpus file, together and per folder."""
+    pytest.importorskip("checkfu_fast._native")
+    from checkfu_fast import limits
+
+    real = limits._native_module()
+    folded: list[Any] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def _usage_fold_limits(self, files: list[Any], *a: Any) -> Any:
+            out = real._usage_fold_limits(files, *a)
+            folded.extend(f for f, r in zip(files, out, strict=True) if r is not None)
+            return out
+
+    monkeypatch.setattr(limits, "_native_module", Spy)
+    sources = [str(p) for p in _sources()]
+    runs = [sources] + [[s] for s in sources]
+    core = [run(["report", "--limits", "--tz", "UTC", *argv, *r], capsys) for r in runs]
+    assert len(folded) > 100  # the files were folded by the core
+    assert sum(("Used" if not argv else '"readings"') in out for _, out, _ in core) >= 4
+    monkeypatch.setattr(limits, "_native_module", lambda: None)
+    events = [run(["report", "--limits", "--tz", "UTC", *argv, *r], capsys) for r in runs]
+    assert core == events

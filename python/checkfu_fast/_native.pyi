@@ -23,6 +23,7 @@ __all__ = [
     "_normalize_range_arrow",
     "_split_plan",
     "_usage_fold_files",
+    "_usage_fold_limits",
     "_usage_fold_resume",
     "arrow_columns",
     "normalize",
@@ -192,6 +193,18 @@ def _usage_fold_files(
     """Each ``(path, project)`` folded on its own by the core (rust/usage.rs), on ``jobs``
     threads, the GIL released: ``(summary, known, unknown)`` (``usage.StreamSummary.of`` takes
     the summary), or None where the Python fold must read the file."""
+
+def _usage_fold_limits(
+    files: list[tuple[str, str | None]],
+    dialect: str | Mapping,
+    max_line_bytes: int,
+    max_depth: int,
+    max_nodes: int,
+    jobs: int | None = None,
+) -> list[tuple[tuple[Any, ...], int, int, list[tuple[Any, ...]]] | None]:
+    """:func:`_usage_fold_files` with each stream's ``rateLimits`` readings (``report
+    --limits``): ``(summary, known, unknown, readings)``, a reading ``(dialect, window,
+    limitType, usedPercent, resetsAt, timestamp)`` in stream order, or None."""
 
 def _usage_fold_resume(
     files: list[tuple[str, str | None, Any]],

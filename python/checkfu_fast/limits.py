@@ -19,17 +19,28 @@ import bisect
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
-from . import Normalizer
+from . import Normalizer, _native_dialect
 from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
 from .progress import Progress, wanted
-from .report import CHUNK, FOLD_FIELDS, _finite, claude_project, recognised_none, unreadable
-from .usage import UsageFold, epoch, iso_utc
+from .report import (
+    BATCH,
+    BUDGET,
+    CHUNK,
+    FOLD_FIELDS,
+    _finite,
+    _native_module,
+    claude_project,
+    recognised_none,
+    unreadable,
+)
+from .usage import StreamSummary, UsageFold, epoch, iso_utc
 
 # a reset time that moves later by more than this between two readings is a new window span
 # (codex `resets_in_seconds` readings give times that move by a second or so: the same span)
@@ -116,27 +127,48 @@ class LimitsFold:
         return known, unknown
 
     def _take(self, ev: dict[str, Any]) -> None:
-        ts = ev.get("timestamp")
-        t = epoch(ts)
+        dialect, ts = str(ev.get("dialect")), ev.get("timestamp")
         for r in ev["rateLimits"]:
-            self._seq += 1
-            resets = epoch(r.get("resetsAt"))
-            reading = _Reading(
-                t,
-                self._seq,
-                r["usedPercent"],
-                resets,
-                r.get("resetsAt"),
-                iso_utc(t) if t is not None else None,
+            self._reading(
+                dialect, r["window"], r["limitType"], r["usedPercent"], r.get("resetsAt"), ts
             )
-            key = (str(ev.get("dialect")), r["window"], r["limitType"])
-            w = self.windows.setdefault(key, _Window())
-            w.count += 1
-            if t is None:
-                self.untimed += 1
-                w.untimed = reading
-            else:
-                w.timed[int(t)] = reading
+
+    def _reading(
+        self,
+        dialect: str,
+        window: str,
+        limit: str,
+        used: int | float,
+        resets_at: str | None,
+        ts: Any,
+    ) -> None:
+        """One reading of ``(dialect, window, limit)``, made at ``ts`` (the line's timestamp)."""
+        t = epoch(ts)
+        self._seq += 1
+        reading = _Reading(
+            t,
+            self._seq,
+            used,
+            epoch(resets_at),
+            resets_at,
+            iso_utc(t) if t is not None else None,
+        )
+        w = self.windows.setdefault((dialect, window, limit), _Window())
+        w.count += 1
+        if t is None:
+            self.untimed += 1
+            w.untimed = reading
+        else:
+            w.timed[int(t)] = reading
+
+    def merge(self, summary: Any, readings: list[Any]) -> None:
+        """One stream folded by the core (``_native._usage_fold_limits``): its summary into its
+        CLI's fold, its readings in order (what :meth:`stream` takes from its events)."""
+        s = StreamSummary.of(summary)
+        if s.dialect != "unknown":  # a stream with no event at all gives neither
+            self._fold(s.dialect).merge(s)
+        for dialect, window, limit, used, resets_at, ts in readings:
+            self._reading(dialect, window, limit, used, resets_at, ts)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (dialect, window, limitType), sorted: the latest reading and the
@@ -393,9 +425,11 @@ def run(
     files = 0
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
-    for name in names:
+    for name, done in _fold_files(lf, names, args.dialect):
         try:
-            if name == "-":
+            if done is not None:
+                known, unknown = done
+            elif name == "-":
                 known, unknown = lf.stream(sys.stdin.buffer, args.dialect, progress)
             else:
                 with open_input(name) as f:
@@ -420,3 +454,34 @@ def run(
     else:
         sys.stdout.write(table(doc, tz, snap))
     return status
+
+
+def _fold_files(
+    lf: LimitsFold, names: list[str], dialect: Any
+) -> Iterator[tuple[str, tuple[int, int] | None]]:
+    """Each file's stream folded by the core (``_native._usage_fold_limits``: every core, the
+    GIL released, no event dicts; :data:`~checkfu_fast.report.BATCH` files at a time) and
+    merged in file order; yields ``(name, (known, unknown))``, or ``(name, None)`` where the
+    caller reads it through :meth:`LimitsFold.stream` (``-``, a file the core could not read
+    or leaves to the Python fold, every file without the core), as report's ``fold_files``."""
+    native = _native_module()
+    i = 0
+    while i < len(names):
+        if names[i] == "-" or native is None:
+            yield names[i], None
+            i += 1
+            continue
+        batch: list[str] = []
+        while i < len(names) and names[i] != "-" and len(batch) < BATCH:
+            batch.append(names[i])
+            i += 1
+        results = native._usage_fold_limits(
+            [(n, claude_project(n)) for n in batch], _native_dialect(dialect), *BUDGET
+        )
+        for name, res in zip(batch, results, strict=True):
+            if res is None:
+                yield name, None
+                continue
+            summary, known, unknown, readings = res
+            lf.merge(summary, readings)
+            yield name, (known, unknown)

@@ -749,6 +749,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usage::_usage_fold_files, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_resume, m)?)?;
+    m.add_function(wrap_pyfunction!(usage::_usage_fold_limits, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;

@@ -445,3 +445,62 @@ pub(crate) fn _usage_fold_resume<'py>(
     }
     Ok(out)
 }
+
+/// [`_usage_fold_files`] with each stream's `rateLimits` readings (`report --limits`): per file
+/// `(summary, known, unknown, readings)`, a reading `(dialect, window, limitType, usedPercent,
+/// resetsAt, timestamp)` in stream order, or None as for `_usage_fold_files`.
+#[pyfunction]
+#[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None))]
+pub(crate) fn _usage_fold_limits<'py>(
+    py: Python<'py>,
+    files: Vec<(String, Option<String>)>,
+    dialect: &Bound<'py, PyAny>,
+    max_line_bytes: i64,
+    max_depth: i64,
+    max_nodes: i64,
+    jobs: Option<usize>,
+) -> PyResult<Bound<'py, PyList>> {
+    let dialect = super::dialect_arg(dialect)?;
+    let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    let results = py
+        .detach(|| {
+            crate::jsonl::par_map(files.len(), jobs, |i| {
+                let (path, project) = files.get(i)?;
+                let out = fold_file(
+                    std::path::Path::new(path),
+                    dialect.clone(),
+                    budget,
+                    project.clone(),
+                );
+                match out {
+                    Ok(Outcome::Summary(s)) => Some(s),
+                    Ok(Outcome::Python) | Err(_) => None,
+                }
+            })
+        })
+        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let out = PyList::empty(py);
+    for r in &results {
+        match r {
+            Some(s) => {
+                let readings = PyList::empty(py);
+                for (d, window, limit, used, resets, ts) in &s.limits {
+                    readings.append((
+                        *d,
+                        window.as_str(),
+                        limit.as_str(),
+                        num(py, Some(*used))?,
+                        resets.as_deref(),
+                        ts.as_deref(),
+                    ))?;
+                }
+                out.append((summary(py, s)?, s.known, s.unknown, readings))?;
+            }
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}
