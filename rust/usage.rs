@@ -726,6 +726,8 @@ pub struct Resume {
     pub known: u64,
     pub unknown: u64,
     pub had_usage: bool,
+    /// The summary's `limits` so far.
+    pub limits: Vec<LimitReading>,
 }
 
 /// The `&'static` name of a dialect of the core (a name read back from a cache).
@@ -772,6 +774,7 @@ impl StreamFold {
         fold.out.known = r.known;
         fold.out.unknown = r.unknown;
         fold.out.had_usage = r.had_usage;
+        fold.out.limits = r.limits;
         fold.scopes = st.scopes;
         fold.current = st.current;
         fold.first = st.first;

@@ -135,9 +135,12 @@ def test_corrupt_or_foreign_cache_is_ignored_and_rebuilt(tree, capsys, damage) -
                 lines = []
                 for line in body.split(b"\n"):
                     key, _, rest = line.partition(b"\t")
-                    fp = json.loads(rest)[0]
+                    fp = json.loads(rest.partition(b"\t")[0])[0]
                     lines.append(
-                        key + b"\t" + json.dumps([fp, [[["x"]], 5], "k", None, [1]]).encode()
+                        key
+                        + b"\t"
+                        + json.dumps([fp, [[["x"]], 5], "k", None, [1]]).encode()
+                        + b"\t[[1]]"
                     )
                 report_cache._write_body(str(p), meta["format"], b"\n".join(lines))
         else:

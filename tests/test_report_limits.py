@@ -249,9 +249,58 @@ def test_the_core_fold_gives_what_the_event_fold_gives(capsys, monkeypatch, argv
     monkeypatch.setattr(limits, "_native_module", Spy)
     sources = [str(p) for p in _sources()]
     runs = [sources] + [[s] for s in sources]
-    core = [run(["report", "--limits", "--tz", "UTC", *argv, *r], capsys) for r in runs]
+    core = [
+        run(["report", "--limits", "--no-cache", "--tz", "UTC", *argv, *r], capsys) for r in runs
+    ]
     assert len(folded) > 100  # the files were folded by the core
     assert sum(("Used" if not argv else '"readings"') in out for _, out, _ in core) >= 4
     monkeypatch.setattr(limits, "_native_module", lambda: None)
-    events = [run(["report", "--limits", "--tz", "UTC", *argv, *r], capsys) for r in runs]
+    events = [
+        run(["report", "--limits", "--no-cache", "--tz", "UTC", *argv, *r], capsys) for r in runs
+    ]
     assert core == events
+
+
+def test_limits_use_the_cache_and_the_memo(tmp_path: Path, capsys, monkeypatch) -> None:
+    """report's per-file cache serves --limits (the entries keep each stream's readings), a
+    grown rollout is read from where it ended, and the output is memoized (its own key)."""
+    pytest.importorskip("checkfu_fast._native")
+    import os
+    import shutil
+    import time
+
+    from checkfu_fast import limits, report_cache
+
+    root = tmp_path / "tree"
+    shutil.copytree(ROOT / "vectors" / "events" / "codex", root / "codex")
+    shutil.copytree(ROOT / "docs" / "examples-sessions", root / "examples")
+    grown = root / "examples" / "codex-rollout.jsonl"
+    data = grown.read_bytes().splitlines(keepends=True)
+    grown.write_bytes(b"".join(data[:15]))
+    t = time.time_ns() - 3600 * 10**9
+    for p in root.rglob("*"):
+        os.utime(p, ns=(t, t))
+    argv = ["report", "--limits", "--json", "--tz", "UTC", str(root)]
+    fresh = run([*argv[:2], "--no-cache", *argv[2:]], capsys)
+    assert run(argv, capsys) == fresh  # fills the cache (and the memo)
+    assert report_cache.memo_hit(argv[1:]) == fresh[1]
+    assert run(["report", "--json", "--tz", "UTC", str(root)], capsys)[0] == 0  # same entries
+    with grown.open("ab") as f:
+        f.write(b"".join(data[15:]))
+    real = limits._native_module()
+    folded: list[Any] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def _usage_fold_resume(self, files: list[Any], *a: Any) -> Any:
+            out = real._usage_fold_resume(files, *a)
+            folded.extend((os.path.basename(f[0]), r[4]) for f, r in zip(files, out, strict=True))
+            return out
+
+    monkeypatch.setattr(limits, "_native_module", Spy)
+    got = run(argv, capsys)
+    assert folded == [("codex-rollout.jsonl", True)]  # the rest from the cache
+    monkeypatch.setattr(limits, "_native_module", lambda: real)
+    assert got == run([*argv[:2], "--no-cache", *argv[2:]], capsys)

@@ -163,11 +163,12 @@ def test_resumed_folds_equal_whole_folds_at_every_line_end(tmp_path) -> None:
         for cut in [i + 1 for i, b in enumerate(data) if b == 10]:
             t.write_bytes(data[:cut])
             (first,) = native._usage_fold_resume([(str(t), None, None)], "auto", *BUDGET)
-            state = json.loads(json.dumps(list(first[:4])))
+            state = json.loads(json.dumps([*first[:4], first[5]]))
             t.write_bytes(data)
             (got,) = native._usage_fold_resume([(str(t), None, state)], "auto", *BUDGET)
-            (whole,) = native._usage_fold_files([(str(t), None)], "auto", *BUDGET)
-            assert json.loads(json.dumps(list(got[:3]))) == json.loads(json.dumps(list(whole)))
+            (whole,) = native._usage_fold_limits([(str(t), None)], "auto", *BUDGET)
+            # the summary, the counts and the rateLimits readings
+            assert json.loads(json.dumps([*got[:3], got[5]])) == json.loads(json.dumps(whole))
             checked += got[4]
             cuts += 1
     # resumed except where auto had not decided the dialect yet (the first lines held)
@@ -181,11 +182,15 @@ def test_a_damaged_checkpoint_reads_the_file_whole(tmp_path) -> None:
     (first,) = native._usage_fold_resume([(str(t), None, None)], "auto", *BUDGET)
     t.write_bytes(data)
     (whole,) = native._usage_fold_files([(str(t), None)], "auto", *BUDGET)
+    (good,) = native._usage_fold_resume([(str(t), None, [*first[:4], first[5]])], "auto", *BUDGET)
+    assert good[4] is True
     for damage in (
-        [first[0], first[1], first[2], [1, 2]],
-        [first[0], first[1], first[2], [*first[3][:3], "nodialect", *first[3][4:]]],
-        [first[0], first[1], first[2], [*first[3][:6], "later", *first[3][7:]]],
-        [[["x"]], 1, 2, first[3]],
+        [first[0], first[1], first[2], [1, 2], first[5]],
+        [first[0], first[1], first[2], [*first[3][:3], "nodialect", *first[3][4:]], first[5]],
+        [first[0], first[1], first[2], [*first[3][:6], "later", *first[3][7:]], first[5]],
+        [[["x"]], 1, 2, first[3], first[5]],
+        [first[0], first[1], first[2], first[3], [["codex", "5h"]]],
+        [*first[:4]],
         "text",
     ):
         (got,) = native._usage_fold_resume([(str(t), None, damage)], "auto", *BUDGET)

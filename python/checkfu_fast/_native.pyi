@@ -213,12 +213,13 @@ def _usage_fold_resume(
     max_depth: int,
     max_nodes: int,
     jobs: int | None = None,
-) -> list[tuple[tuple[Any, ...], int, int, tuple[Any, ...] | None, bool] | None]:
+) -> list[tuple[tuple[Any, ...], int, int, tuple[Any, ...] | None, bool, list[Any]] | None]:
     """:func:`_usage_fold_files` for the report's cache: each ``(path, project, resume)``,
-    ``resume`` None or ``(summary, known, unknown, checkpoint)`` of an earlier fold of the file
-    (tuples or JSON's lists); where the file still holds the bytes that fold read, only the
-    rest is read. Per file ``(summary, known, unknown, checkpoint, resumed)`` (checkpoint None
-    where no later fold can go on), or None."""
+    ``resume`` None or ``(summary, known, unknown, checkpoint, readings)`` of an earlier fold of
+    the file (tuples or JSON's lists); where the file still holds the bytes that fold read,
+    only the rest is read. Per file ``(summary, known, unknown, checkpoint, resumed,
+    readings)`` (checkpoint None where no later fold can go on; readings as
+    :func:`_usage_fold_limits`), or None."""
 
 @final
 class Normalizer:

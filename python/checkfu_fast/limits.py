@@ -40,6 +40,7 @@ from .report import (
     recognised_none,
     unreadable,
 )
+from .report_cache import SummaryCache
 from .usage import StreamSummary, UsageFold, epoch, iso_utc
 
 # a reset time that moves later by more than this between two readings is a new window span
@@ -161,14 +162,21 @@ class LimitsFold:
         else:
             w.timed[int(t)] = reading
 
-    def merge(self, summary: Any, readings: list[Any]) -> None:
-        """One stream folded by the core (``_native._usage_fold_limits``): its summary into its
-        CLI's fold, its readings in order (what :meth:`stream` takes from its events)."""
-        s = StreamSummary.of(summary)
+    def merge(self, summary: Any, readings: list[Any]) -> bool:
+        """One stream folded by the core (``_native._usage_fold_limits``, or the cache): its
+        summary into its CLI's fold, its readings in order (what :meth:`stream` takes from its
+        events). False, taking nothing, where they are not of that shape (a damaged cache
+        entry: the caller reads the file)."""
+        try:
+            s = StreamSummary.of(summary)
+            rows = [(str(d), str(w), str(k), u, r, t) for d, w, k, u, r, t in readings]
+        except (TypeError, ValueError, IndexError, KeyError):
+            return False
         if s.dialect != "unknown":  # a stream with no event at all gives neither
             self._fold(s.dialect).merge(s)
-        for dialect, window, limit, used, resets_at, ts in readings:
+        for dialect, window, limit, used, resets_at, ts in rows:
             self._reading(dialect, window, limit, used, resets_at, ts)
+        return True
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (dialect, window, limitType), sorted: the latest reading and the
@@ -425,7 +433,8 @@ def run(
     files = 0
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
-    for name, done in _fold_files(lf, names, args.dialect):
+    cache = None if args.no_cache or _native_module() is None else SummaryCache()
+    for name, done in _fold_files(lf, names, args.dialect, cache):
         try:
             if done is not None:
                 known, unknown = done
@@ -443,6 +452,8 @@ def run(
             status = 1
         progress.file_done(name)
     progress.close()
+    if cache is not None:
+        cache.save()
     doc: dict[str, Any] = {
         "files": files,
         "limits": lf.rows(),
@@ -457,14 +468,17 @@ def run(
 
 
 def _fold_files(
-    lf: LimitsFold, names: list[str], dialect: Any
+    lf: LimitsFold, names: list[str], dialect: Any, cache: SummaryCache | None = None
 ) -> Iterator[tuple[str, tuple[int, int] | None]]:
     """Each file's stream folded by the core (``_native._usage_fold_limits``: every core, the
-    GIL released, no event dicts; :data:`~checkfu_fast.report.BATCH` files at a time) and
+    GIL released, no event dicts; :data:`~checkfu_fast.report.BATCH` files at a time), or
+    taken from ``cache`` (report's per-file cache: the same entries, with the readings), and
     merged in file order; yields ``(name, (known, unknown))``, or ``(name, None)`` where the
     caller reads it through :meth:`LimitsFold.stream` (``-``, a file the core could not read
     or leaves to the Python fold, every file without the core), as report's ``fold_files``."""
     native = _native_module()
+    if not isinstance(dialect, str):
+        cache = None  # a mapping file's dialect may change under the same name
     i = 0
     while i < len(names):
         if names[i] == "-" or native is None:
@@ -475,13 +489,17 @@ def _fold_files(
         while i < len(names) and names[i] != "-" and len(batch) < BATCH:
             batch.append(names[i])
             i += 1
-        results = native._usage_fold_limits(
-            [(n, claude_project(n)) for n in batch], _native_dialect(dialect), *BUDGET
-        )
+        projects = [claude_project(n) for n in batch]
+        if cache is None:
+            results = native._usage_fold_limits(
+                list(zip(batch, projects, strict=True)), _native_dialect(dialect), *BUDGET
+            )
+        else:
+            results = cache.fold(
+                native, batch, projects, dialect, _native_dialect(dialect), BUDGET, readings=True
+            )
         for name, res in zip(batch, results, strict=True):
-            if res is None:
+            if res is None or not lf.merge(res[0], res[3]):
                 yield name, None
                 continue
-            summary, known, unknown, readings = res
-            lf.merge(summary, readings)
-            yield name, (known, unknown)
+            yield name, (res[1], res[2])

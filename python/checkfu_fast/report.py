@@ -200,36 +200,15 @@ def fold_files(
             batch.append(names[i])
             i += 1
         projects = [claude_project(n) for n in batch]
-        done: list[tuple[StreamSummary, int, int] | None] = [None] * len(batch)
-        keys: list[str] = []
-        fps: list[Any] = []
-        if cache is not None:
-            fps = cache.fingerprints(batch)
-            for k, name in enumerate(batch):
-                keys.append(cache.key(name, dialect, projects[k]))
-                hit = cache.get(keys[k], fps[k])
-                if hit is not None:
-                    done[k] = _summary(hit)
-        todo = [k for k in range(len(batch)) if done[k] is None]
         if cache is None:
             results = native._usage_fold_files(
-                [(batch[k], projects[k]) for k in todo], _native_dialect(dialect), *BUDGET, jobs
+                list(zip(batch, projects, strict=True)), _native_dialect(dialect), *BUDGET, jobs
             )
-        else:  # a file that grew is read from where it ended, if it can be
-            results = native._usage_fold_resume(
-                [(batch[k], projects[k], cache.resume_point(keys[k])) for k in todo],
-                _native_dialect(dialect),
-                *BUDGET,
-                jobs,
+        else:  # unchanged files from the cache; one that grew read from where it ended
+            results = cache.fold(
+                native, batch, projects, dialect, _native_dialect(dialect), BUDGET, jobs
             )
-        for k, res in zip(todo, results, strict=True):
-            if res is None:
-                continue
-            done[k] = _summary(res[:3])
-            if cache is not None:
-                cache.put(keys[k], fps[k], list(res[:4]))
-                if res[4]:
-                    cache.resumed.append(batch[k])
+        done = [None if res is None else _summary(res) for res in results]
         for name, got in zip(batch, done, strict=True):
             if got is None:
                 yield name, None
@@ -534,15 +513,10 @@ def _main(args: argparse.Namespace) -> int:
             )
             status = 1
         names = expand(paths, stats=stats)
-    if getattr(args, "limits", False):
-        from .limits import run
-
-        return run(args, names, status, snap if estimate else None, tz)
     explicit = args.dialect not in (None, "auto")
     dialect = args.dialect if args.dialect is not None else "auto"
     cache = memo = None
     if not args.no_cache and _native_module() is not None:
-        cache = SummaryCache()
         memo_key = _memo_key(args, names, stats, by, tz, since, until, status)
         if memo_key is not None:
             memo = Memo()
@@ -556,6 +530,12 @@ def _main(args: argparse.Namespace) -> int:
                 sys.stdout.write(text)
                 return 0
             args.memo = (memo, memo_key)
+    if getattr(args, "limits", False):  # also kept in the memo (its key says --limits)
+        from .limits import run
+
+        return run(args, names, status, snap if estimate else None, tz)
+    if not args.no_cache and _native_module() is not None:
+        cache = SummaryCache()
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     for name, done in fold_files(fold, names, dialect, cache=cache):
         try:
@@ -635,6 +615,7 @@ def _memo_key(
         paths=list(args.paths),
         names=names,
         stamps=st,
+        limits=bool(getattr(args, "limits", False)),
     )
 
 

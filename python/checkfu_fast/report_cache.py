@@ -31,7 +31,7 @@ from typing import Any
 from . import __version__
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
-VERSION = 2
+VERSION = 3
 FORMAT = "checkfu_fast report cache"
 MEMO_FORMAT = "checkfu_fast report memo"
 #: Bytes hashed from the start of each file.
@@ -71,10 +71,12 @@ def _stamp() -> str:
 class SummaryCache:
     """The entries of one cache file: :meth:`get` what a file gave, :meth:`put` what it gives
     now, :meth:`save` once at the end. An entry is one line, ``KEY<TAB>[fingerprint, summary,
-    known, unknown, checkpoint]`` (JSON both), kept as text until it is used: the memory of a
-    big tree's cache is its text, not its objects. ``checkpoint`` (the core's, or null) is
-    where the fold of the file can go on when it grew (:meth:`resume_point`): an append-only
-    file is then read from where it ended."""
+    known, unknown, checkpoint]<TAB>readings`` (JSON all three; JSON text has no raw tab),
+    kept as text until it is used: the memory of a big tree's cache is its text, not its
+    objects. ``checkpoint`` (the core's, or null) is where the fold of the file can go on when
+    it grew (:meth:`resume_point`): an append-only file is then read from where it ended.
+    ``readings`` are the stream's ``rateLimits`` readings (``report --limits``), parsed only
+    when asked for."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.path = os.path.join(directory or cache_dir(), NAME)
@@ -118,41 +120,93 @@ class SummaryCache:
     def key(path: str, dialect: str, project: str | None) -> str:
         return json.dumps([dialect, os.path.abspath(path), project])
 
-    def get(self, key: str, fp: list[Any] | None) -> list[Any] | None:
-        """``[summary, known, unknown]`` the file gave when it had fingerprint ``fp``."""
+    def get(self, key: str, fp: list[Any] | None, readings: bool = False) -> list[Any] | None:
+        """``[summary, known, unknown]`` the file gave when it had fingerprint ``fp`` (and its
+        readings, with ``readings``)."""
         raw = self.old.get(key)
         if fp is None or raw is None:
             return None
+        entry, _, limits = raw.partition(b"\t")
         try:
-            e = json.loads(raw)
+            e = json.loads(entry)
+            r = json.loads(limits) if readings else None
         except (ValueError, RecursionError):
             return None
-        if not isinstance(e, list) or len(e) != 5 or e[0] != fp:
+        if not (
+            isinstance(e, list)
+            and len(e) == 5
+            and e[0] == fp
+            and isinstance(e[1], list)
+            and len(e[1]) == 7
+            and isinstance(e[2], int)
+            and isinstance(e[3], int)
+            and (not readings or isinstance(r, list))
+        ):
             return None
         self.new[key] = raw
         self.hits += 1
-        return e[1:4]
+        return [*e[1:4], r] if readings else e[1:4]
 
     def resume_point(self, key: str) -> list[Any] | None:
-        """``[summary, known, unknown, checkpoint]`` of the file's last fold when it has a
-        checkpoint (whatever the file's fingerprint is now: the core checks that the bytes
-        folded then are still there, else reads the file whole)."""
+        """``[summary, known, unknown, checkpoint, readings]`` of the file's last fold when it
+        has a checkpoint (whatever the file's fingerprint is now: the core checks that the
+        bytes folded then are still there, else reads the file whole)."""
         raw = self.old.get(key)
         if raw is None:
             return None
+        entry, _, limits = raw.partition(b"\t")
         try:
-            e = json.loads(raw)
+            e = json.loads(entry)
+            if not isinstance(e, list) or len(e) != 5 or e[4] is None:
+                return None
+            return [*e[1:], json.loads(limits)]
         except (ValueError, RecursionError):
             return None
-        if not isinstance(e, list) or len(e) != 5 or e[4] is None:
-            return None
-        return e[1:]
 
-    def put(self, key: str, fp: list[Any] | None, value: list[Any]) -> None:
+    def put(self, key: str, fp: list[Any] | None, value: list[Any], readings: Any) -> None:
+        """``value``: ``[summary, known, unknown, checkpoint]``."""
         if fp is None:
             return
-        self.new[key] = json.dumps([fp, *value], separators=(",", ":")).encode()
+        dump = json.dumps
+        self.new[key] = (
+            dump([fp, *value], separators=(",", ":")) + "\t" + dump(readings, separators=(",", ":"))
+        ).encode()
         self.changed = True
+
+    def fold(
+        self,
+        native: Any,
+        batch: list[str],
+        projects: list[str | None],
+        dialect: str,
+        core_dialect: Any,
+        budget: tuple[int, int, int],
+        jobs: int | None = None,
+        readings: bool = False,
+    ) -> list[list[Any] | None]:
+        """Per file of ``batch``: ``[summary, known, unknown]`` (and its ``rateLimits``
+        readings, with ``readings``), from the cache while the file is unchanged, else folded
+        by the core (``_native._usage_fold_resume``: from where the file ended when it grew
+        and its old bytes are still there) and kept; None where the caller must fold it."""
+        fps = self.fingerprints(batch)
+        keys = [self.key(n, dialect, p) for n, p in zip(batch, projects, strict=True)]
+        out = [self.get(k, fp, readings) for k, fp in zip(keys, fps, strict=True)]
+        todo = [i for i, o in enumerate(out) if o is None]
+        results = native._usage_fold_resume(
+            [(batch[i], projects[i], self.resume_point(keys[i])) for i in todo],
+            core_dialect,
+            *budget,
+            jobs,
+        )
+        for i, res in zip(todo, results, strict=True):
+            if res is None:
+                continue
+            summary, known, unknown, checkpoint, resumed, limits = res
+            self.put(keys[i], fps[i], [summary, known, unknown, checkpoint], limits)
+            if resumed:
+                self.resumed.append(batch[i])
+            out[i] = [summary, known, unknown, limits] if readings else [summary, known, unknown]
+        return out
 
     def save(self) -> None:
         """Write the entries of this run (and older ones, up to :data:`MAX_ENTRIES`), when
@@ -312,6 +366,7 @@ def memo_key(
     paths: list[str],
     names: list[str],
     stamps: list[int],
+    limits: bool = False,
 ) -> str | None:
     """The key of a run's output in :class:`Memo`: its options (``zone`` the resolved time
     zone's name, ``prices`` the ``--prices`` file, hashed), the paths as given, the working
@@ -324,7 +379,7 @@ def memo_key(
                 digest = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
         except OSError:
             return None
-    options = [by, zone, since, until, digest, no_estimate, json_out, csv_out, dialect]
+    options = [by, zone, since, until, digest, no_estimate, json_out, csv_out, dialect, limits]
     h = hashlib.blake2b(digest_size=16)
     h.update(json.dumps([options, os.getcwd(), paths, len(names)]).encode())
     for part in ("\0".join(names), " ".join(map(str, stamps))):
@@ -347,14 +402,15 @@ def replay_progress(names: list[str], sizes: list[int], flag: bool | None) -> bo
     return True
 
 
-_FLAGS = {"--json", "--csv", "--no-estimate", "--progress", "--no-progress"}
+_FLAGS = {"--json", "--csv", "--no-estimate", "--progress", "--no-progress", "--limits"}
 _VALUED = {"--by", "--tz", "--since", "--until", "--prices", "--dialect"}
 
 
 def memo_hit(argv: list[str]) -> str | None:
     """The output of ``checkfu-fast report ARGV`` from the memo, with its progress line drawn,
     or None: not a plain run (an option other than ``--by --tz --since --until --prices
-    --dialect NAME --json --csv --no-estimate --progress --no-progress``, an abbreviated one,
+    --dialect NAME --json --csv --no-estimate --limits --progress --no-progress``, an
+    abbreviated one,
     stdin, options after a path), a warning while walking, an input that cannot be examined or
     was just modified, or nothing kept. Only this module, :mod:`checkfu_fast.paths` and
     :mod:`checkfu_fast.report_inputs` are imported; the key is :func:`memo_key`'s, the one the
@@ -433,6 +489,7 @@ def memo_hit(argv: list[str]) -> str | None:
         paths=paths,
         names=names,
         stamps=st,
+        limits="--limits" in opts,
     )
     text = None if key is None else Memo().get(key)
     if text is None or not replay_progress(names, st[::5], flag):

@@ -10,8 +10,8 @@ use crate::event::Num;
 use std::sync::Mutex;
 
 use crate::usage::{
-    fnv1a, fold_file, fold_file_from, Checkpoint, FoldState, Folded, Outcome, Rec, Resume, Scope,
-    Summary,
+    fnv1a, fold_file, fold_file_from, Checkpoint, FoldState, Folded, LimitReading, Outcome, Rec,
+    Resume, Scope, Summary,
 };
 
 fn num<'py>(py: Python<'py>, n: Option<Num>) -> PyResult<Bound<'py, PyAny>> {
@@ -297,10 +297,10 @@ fn checkpoint<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyTup
     )
 }
 
-/// A [`Resume`] from `(summary, known, unknown, checkpoint)` as [`_usage_fold_resume`] gave
-/// them (tuples, or the lists JSON gives back).
+/// A [`Resume`] from `(summary, known, unknown, checkpoint, readings)` as
+/// [`_usage_fold_resume`] gave them (tuples, or the lists JSON gives back).
 fn resume_of(o: &Bound<'_, PyAny>) -> PyResult<Resume> {
-    let v = items(o, Some(4))?;
+    let v = items(o, Some(5))?;
     let s = items(at(&v, 0)?, Some(7))?;
     let mut counters = Vec::new();
     for c in items(at(&s, 0)?, None)? {
@@ -369,17 +369,18 @@ fn resume_of(o: &Bound<'_, PyAny>) -> PyResult<Resume> {
         known: at(&v, 1)?.extract()?,
         unknown: at(&v, 2)?.extract()?,
         had_usage: at(&s, 6)?.extract()?,
+        limits: limits_of(at(&v, 4)?)?,
     })
 }
 
 /// [`_usage_fold_files`] for the report's cache: `files` are `(path, project, resume)`, where
-/// `resume` is None or `(summary, known, unknown, checkpoint)` of an earlier fold of the file
-/// (what this returned; an entry that is not one is ignored). Where the file still holds the
+/// `resume` is None or `(summary, known, unknown, checkpoint, readings)` of an earlier fold of
+/// the file (what this returned; an entry that is not one is ignored). Where the file still holds the
 /// bytes that fold read (its size is at least the checkpoint's offset and the first and last
 /// 4 KiB read then hash the same) only the rest is read, the fold going on from the
-/// checkpoint's state. Per file `(summary, known, unknown, checkpoint, resumed)` (checkpoint:
-/// None where no later fold can go on: a compressed file, one that ends inside a line), or
-/// None as for `_usage_fold_files`.
+/// checkpoint's state. Per file `(summary, known, unknown, checkpoint, resumed, readings)`
+/// (checkpoint: None where no later fold can go on: a compressed file, one that ends inside a
+/// line; readings: as [`_usage_fold_limits`]), or None as for `_usage_fold_files`.
 #[pyfunction]
 #[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None))]
 pub(crate) fn _usage_fold_resume<'py>(
@@ -438,10 +439,51 @@ pub(crate) fn _usage_fold_resume<'py>(
                     Some(c) => checkpoint(py, c)?.into_any(),
                     None => py.None().into_bound(py),
                 };
-                out.append((summary(py, s)?, s.known, s.unknown, c, *resumed))?;
+                let row = [
+                    summary(py, s)?.into_any(),
+                    s.known.into_bound_py_any(py)?,
+                    s.unknown.into_bound_py_any(py)?,
+                    c,
+                    resumed.into_bound_py_any(py)?,
+                    limits(py, s)?.into_any(),
+                ];
+                out.append(PyTuple::new(py, row)?)?;
             }
             None => out.append(py.None())?,
         }
+    }
+    Ok(out)
+}
+
+/// A summary's `rateLimits` readings: `(dialect, window, limitType, usedPercent, resetsAt,
+/// timestamp)` each.
+fn limits<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyList>> {
+    let readings = PyList::empty(py);
+    for (d, window, limit, used, resets, ts) in &s.limits {
+        readings.append((
+            *d,
+            window.as_str(),
+            limit.as_str(),
+            num(py, Some(*used))?,
+            resets.as_deref(),
+            ts.as_deref(),
+        ))?;
+    }
+    Ok(readings)
+}
+
+fn limits_of(o: &Bound<'_, PyAny>) -> PyResult<Vec<LimitReading>> {
+    let mut out = Vec::new();
+    for r in items(o, None)? {
+        let r = items(&r, Some(6))?;
+        out.push((
+            dialect_of(at(&r, 0)?)?,
+            at(&r, 1)?.extract()?,
+            at(&r, 2)?.extract()?,
+            num_of(at(&r, 3)?)?.ok_or_else(|| bad("a percent"))?,
+            opt_str(at(&r, 4)?)?,
+            opt_str(at(&r, 5)?)?,
+        ));
     }
     Ok(out)
 }
@@ -485,20 +527,7 @@ pub(crate) fn _usage_fold_limits<'py>(
     let out = PyList::empty(py);
     for r in &results {
         match r {
-            Some(s) => {
-                let readings = PyList::empty(py);
-                for (d, window, limit, used, resets, ts) in &s.limits {
-                    readings.append((
-                        *d,
-                        window.as_str(),
-                        limit.as_str(),
-                        num(py, Some(*used))?,
-                        resets.as_deref(),
-                        ts.as_deref(),
-                    ))?;
-                }
-                out.append((summary(py, s)?, s.known, s.unknown, readings))?;
-            }
+            Some(s) => out.append((summary(py, s)?, s.known, s.unknown, limits(py, s)?))?,
             None => out.append(py.None())?,
         }
     }
