@@ -7,6 +7,7 @@
 //! `json.loads` of a cell gives the value of the event dict (integers of any size included).
 //! Feature `arrow` (on with `python`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -37,6 +38,8 @@ pub const BATCH_BYTES: usize = 256 << 20;
 pub enum Failure {
     OutOfMemory(OutOfMemory),
     Arrow(ArrowError),
+    /// The sink's cancel flag was set ([`ArrowSink::cancel`]).
+    Cancelled,
 }
 
 impl From<OutOfMemory> for Failure {
@@ -56,6 +59,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::OutOfMemory(e) => write!(f, "{e}"),
             Failure::Arrow(e) => write!(f, "{e}"),
+            Failure::Cancelled => write!(f, "cancelled"),
         }
     }
 }
@@ -340,6 +344,10 @@ pub struct ArrowSink {
     /// the `raw` and `parsed` columns, when selected
     raw_col: Option<usize>,
     parsed_col: Option<usize>,
+    /// Once set (by another thread), [`crate::sink::feed`] stops at its next window of input
+    /// with [`Failure::Cancelled`]: a long feed (a 16 MiB chunk of junk lines is millions of
+    /// rows) is given up within about 64 KiB of input.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl ArrowSink {
@@ -370,6 +378,7 @@ impl ArrowSink {
             json: Vec::new(),
             expected: 0,
             seen: 0,
+            cancel: None,
         }
     }
 
@@ -591,6 +600,13 @@ fn event_bytes(ev: &Event<'_>, rec: &LineEvents<'_>, parsed: usize, sel: Sel) ->
 
 impl Sink for ArrowSink {
     type Error = Failure;
+
+    fn check(&self) -> Result<(), Failure> {
+        match &self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(Failure::Cancelled),
+            _ => Ok(()),
+        }
+    }
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), Failure> {
         self.seen += rec.raw.len() + 1;

@@ -35,6 +35,13 @@ pub trait Sink {
         0
     }
 
+    /// Whether to go on: [`feed`] asks before each [`FEED_WINDOW`] of input, so an output
+    /// built by one long core call can be given up within a window (the Arrow sink's cancel
+    /// flag). The engine is left between two windows: its stream cannot go on.
+    fn check(&self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Run `f`, pure work over `bytes` input bytes (framing, prepare, map).
     fn work<T: Send, F: FnOnce() -> T + Send>(&mut self, bytes: usize, f: F) -> T {
         let _ = bytes;
@@ -125,7 +132,8 @@ pub fn items<S: Sink>(
     Ok(())
 }
 
-/// Frame `chunk` (in [`Sink::work`]) and hand the lines it completed to `sink`.
+/// Frame `chunk` (in [`Sink::work`]) and hand the lines it completed to `sink`, a
+/// [`FEED_WINDOW`] at a time, [`Sink::check`] before each.
 ///
 /// [`OutOfMemory`] from framing leaves the engine unusable (see [`Engine::feed`]).
 pub fn feed<S: Sink>(
@@ -135,6 +143,7 @@ pub fn feed<S: Sink>(
     sink: &mut S,
 ) -> Result<(), S::Error> {
     for window in chunk.chunks(FEED_WINDOW) {
+        sink.check()?;
         let framed = sink.work(window.len(), || engine.feed(window))?;
         items(engine, &framed, window, seq, sink)?;
     }

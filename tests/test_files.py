@@ -658,3 +658,93 @@ def test_ctrl_c_stops_an_arrow_or_parquet_file_being_written(tmp_path: Path, fmt
         p.kill()
     assert stdout == b"interrupted\n", (stdout, stderr[-2000:])
     assert list(out.iterdir()) == []
+
+
+JUNK_BOMB_LINES = 8 << 20  # 16 MiB of 2-byte junk lines: one 16 MiB read, 8 M rows
+
+
+def test_a_cancel_flag_stops_feed_arrow_within_its_chunk() -> None:
+    """A feed_arrow of one big chunk (8 MiB of 2-byte junk lines: 4 M rows, seconds of core
+    work) stops when its CancelFlag is set from another thread: InterruptedError, not the
+    whole chunk's batches (the chunk was one uninterruptible core call), and the stream is
+    over (ValueError after)."""
+    import threading
+    import time
+
+    from checkfu_fast import _native
+
+    n = _native.Normalizer("claude")
+    flag = _native.CancelFlag()
+    got: list[object] = []
+
+    def convert() -> None:
+        try:
+            got.append(len(n.feed_arrow(b"x\n" * (4 << 20), 65536, flag)))
+        except BaseException as exc:
+            got.append(exc)
+
+    worker = threading.Thread(target=convert)
+    worker.start()
+    time.sleep(0.5)  # well inside the call (all of it takes seconds)
+    assert not flag.is_set()
+    flag.set()
+    worker.join(timeout=120)  # a hang guard, not a timing assert
+    assert not worker.is_alive()
+    assert len(got) == 1 and isinstance(got[0], InterruptedError), got
+    with pytest.raises(ValueError, match="cancelled"):
+        n.feed_arrow(b"{}\n")
+
+
+INTERRUPTED_JUNK = """
+import sys, time
+import pyarrow
+import checkfu_fast
+t = time.process_time()
+checkfu_fast.normalize_arrow(b"x\\n" * (512 << 10), "claude")  # the core's pace on 1 MiB of it
+unit = time.process_time() - t
+print("start", unit, flush=True)
+t = time.process_time()
+try:
+    out_dir = sys.argv[2] if sys.argv[2] != "-" else None  # "-": Arrow in memory
+    checkfu_fast.normalize_files([sys.argv[1]], out_dir, jobs=1, format=sys.argv[3])
+    print("finished", flush=True)
+except KeyboardInterrupt:  # the CPU time spent, in units of 1 MiB of junk converted
+    print("interrupted", round((time.process_time() - t) / unit, 1), flush=True)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["arrow", "parquet", "arrow in memory"])
+def test_ctrl_c_stops_an_arrow_or_parquet_junk_bomb_mid_read(tmp_path: Path, fmt: str) -> None:
+    """Ctrl-C while normalize_files converts a 16 KB gzip of 16 MiB of 2-byte junk lines to
+    Arrow/Parquet in out_dir: the file is one 16 MiB read whose 8 M rows were one core call
+    (~20 s under load), which Ctrl-C waited for (in memory, `format="arrow"` without out_dir:
+    the whole file); now the core's cancel flag stops it within a window of input, and
+    nothing is left in out_dir. Measured in CPU time, in units of what 1 MiB of the junk costs
+    the same process (no wall-clock bound): Ctrl-C comes after about one unit, the whole read
+    costs 16 or more (21 and 24 before the flag), and the bound is half of that."""
+    pytest.importorskip("pyarrow")
+    import signal
+    import time
+
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(b"x\n" * JUNK_BOMB_LINES, compresslevel=9, mtime=0))
+    out = tmp_path / "out"
+    out.mkdir()
+    where = [str(out), fmt] if fmt != "arrow in memory" else ["-", "arrow"]
+    p = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_JUNK, str(bomb), *where],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert p.stdout is not None
+        start, unit = p.stdout.readline().split()
+        assert start == b"start"
+        time.sleep(max(float(unit), 0.2))  # inside the conversion of the 16 MiB read by now
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=300)  # a hang guard, not a timing assert
+    finally:
+        p.kill()
+    assert stdout.split()[0] == b"interrupted", (stdout, stderr[-2000:])
+    assert float(stdout.split()[1]) < 8, stdout  # 1 MiB units: the read is 16
+    assert list(out.iterdir()) == []

@@ -403,11 +403,11 @@ def _table_files(
             if isinstance(r, tuple):
                 raise _file_error(p, r)
         return cast("list[Any]", results)
-    import threading
     from concurrent.futures import ThreadPoolExecutor, wait
 
     threads = min(jobs or os.cpu_count() or 1, max(len(inputs), 1))
-    stop = threading.Event()
+    # set on Ctrl-C: the core stops the chunks being converted within about 64 KiB of input
+    stop = _native.CancelFlag()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [
             pool.submit(_table_file, p, out, format, dialect, budgets, fields, stop)
@@ -416,7 +416,7 @@ def _table_files(
         try:
             wait(futures)
         except BaseException:  # Ctrl-C: files not started are not started, and those being
-            stop.set()  # written stop at their next batch (their partial outputs removed)
+            stop.set()  # written stop within a window of input (their partial outputs removed)
             for f in futures:
                 f.cancel()
             raise
@@ -436,7 +436,7 @@ def _table_file(
 ) -> None:
     """One Arrow/Parquet output, written to a temporary file renamed onto ``out`` when complete
     (:func:`checkfu_fast.outputs.atomic_output`: no symlink followed, nothing half-written);
-    ``stop`` (a ``threading.Event``) set: abandoned at the next batch."""
+    ``stop`` (a ``_native.CancelFlag``) set: abandoned within about 64 KiB of input."""
     from .arrow import write_table_file
 
     with atomic_output(out) as tmp:

@@ -14,6 +14,7 @@ __all__ = [
     "EVENT_FIELDS",
     "FIELD_TABLE",
     "ArrowEvents",
+    "CancelFlag",
     "Mapping",
     "Normalizer",
     "__version__",
@@ -222,6 +223,15 @@ def _usage_fold_resume(
     :func:`_usage_fold_limits`), or None."""
 
 @final
+class CancelFlag:
+    """Set by another thread to stop a ``Normalizer.feed_arrow`` given it within about
+    64 KiB of input (``threading.Event``'s ``set``/``is_set``)."""
+
+    def __new__(cls) -> Self: ...
+    def set(self) -> None: ...
+    def is_set(self) -> bool: ...
+
+@final
 class Normalizer:
     """Thread-safe: concurrent calls are serialized. An input-sized allocation that fails
     raises ``MemoryError``; after it, ``feed``/``finish`` raise ``ValueError``."""
@@ -245,7 +255,10 @@ class Normalizer:
         """``feed`` as JSONL bytes (``source``, if set, ends every line); same ``seq``."""
     def finish_jsonl(self) -> bytes:
         """``finish`` as JSONL bytes."""
-    def feed_arrow(self, chunk: bytes, batch_rows: int = ...) -> ArrowEvents:
-        """``feed`` as Arrow record batches; same ``seq``."""
+    def feed_arrow(
+        self, chunk: bytes, batch_rows: int = ..., cancel: CancelFlag | None = None
+    ) -> ArrowEvents:
+        """``feed`` as Arrow record batches; same ``seq``. ``cancel`` set meanwhile (by another
+        thread): ``InterruptedError`` within about 64 KiB of input, the stream state lost."""
     def finish_arrow(self, batch_rows: int = ...) -> ArrowEvents:
         """``finish`` as Arrow record batches."""

@@ -132,14 +132,17 @@ def _pyarrow() -> tuple[Any, Any]:
 
 
 def _file_batches(
-    path: str, dialect: Any, budgets: tuple[int, int, int], fields: Any = None
+    path: str, dialect: Any, budgets: tuple[int, int, int], fields: Any = None, stop: Any = None
 ) -> Iterator[Any]:
     """The pyarrow record batches of one file, read :data:`READ_CHUNK` bytes at a time (gzip
     and zstd decompressed as read); ``seq`` from 0. The core builds each chunk's batches with the
-    GIL released."""
+    GIL released; ``stop`` a ``_native.CancelFlag`` set meanwhile stops it within about 64 KiB
+    of input (``InterruptedError``), not at the end of the chunk."""
     pa, _ = _pyarrow()
-    from . import Normalizer
+    from . import Normalizer, _native
     from .inputs import open_input
+
+    cancel = stop if _native is not None and isinstance(stop, _native.CancelFlag) else None
 
     n = Normalizer(
         dialect,
@@ -151,7 +154,7 @@ def _file_batches(
     with open_input(path) as f:  # gzip/zstd session files decompressed as they are read
         while True:
             chunk = f.read(READ_CHUNK)
-            events = n.feed_arrow(chunk) if chunk else n.finish_arrow()
+            events = n._inner.feed_arrow(chunk, 65536, cancel) if chunk else n.finish_arrow()
             yield from pa.RecordBatchReader.from_stream(events)
             if not chunk:
                 return
@@ -211,7 +214,8 @@ def write_table_file(
     (``"arrow"``, ``pyarrow.ipc.open_file`` reads it), the columns of
     :func:`checkfu_fast.normalize_arrow`, written batch by batch (memory bounded by
     :data:`READ_CHUNK`). On failure a partial ``out`` it began is removed and the error raised;
-    ``stop`` (anything with ``is_set()``) set: the same at the next batch (``Interrupted``)."""
+    ``stop`` (anything with ``is_set()``) set: the same at the next batch (``Interrupted``), or
+    within about 64 KiB of input when it is a ``_native.CancelFlag`` (``InterruptedError``)."""
     pa, pq = _pyarrow()
 
     def open_writer(schema: Any) -> Any:
@@ -219,7 +223,7 @@ def write_table_file(
 
     writer: Any = None
     try:
-        for batch in _file_batches(path, dialect, budgets, fields):
+        for batch in _file_batches(path, dialect, budgets, fields, stop):
             if stop is not None and stop.is_set():
                 raise Interrupted(f"{path}: stopped (the call was interrupted)")
             if writer is None:

@@ -3,7 +3,10 @@
 //! that imports it moves the content out (its `release` becomes null); a capsule dropped
 //! unconsumed releases the data when pyo3 drops the boxed struct.
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyInterruptedError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyCapsule, PyList, PyTuple};
@@ -26,6 +29,36 @@ fn failure(e: Failure) -> PyErr {
     match e {
         Failure::OutOfMemory(e) => PyMemoryError::new_err(e.to_string()),
         Failure::Arrow(e) => PyValueError::new_err(e.to_string()),
+        Failure::Cancelled => {
+            PyInterruptedError::new_err("feed_arrow cancelled: its CancelFlag was set")
+        }
+    }
+}
+
+/// A flag another thread sets to stop a `Normalizer.feed_arrow` given it within about 64 KiB
+/// of input (`normalize_files` to an `out_dir` in Arrow/Parquet: Ctrl-C sets it, and a file
+/// being converted stops mid-chunk rather than at the end of its 16 MiB read). Has the
+/// `threading.Event` methods the Python side uses, `set()` and `is_set()`.
+#[pyclass(module = "checkfu_fast._native", name = "CancelFlag", frozen)]
+#[derive(Default)]
+pub struct CancelFlag {
+    pub flag: Arc<AtomicBool>,
+}
+
+#[pymethods]
+impl CancelFlag {
+    #[new]
+    fn new() -> Self {
+        CancelFlag::default()
+    }
+
+    /// Set the flag: a `feed_arrow` given it raises `InterruptedError` at its next window.
+    fn set(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
     }
 }
 
@@ -154,15 +187,18 @@ fn batches(
 }
 
 /// One step of an incremental stream as Arrow: `chunk` fed (or, with `None`, the end of
-/// stream), the events it completed as batches; `seq` continues. (`Normalizer.feed_arrow`.)
+/// stream), the events it completed as batches; `seq` continues; [`Failure::Cancelled`] once
+/// `cancel` is set. (`Normalizer.feed_arrow`.)
 pub fn step(
     engine: &mut Engine,
     seq: &mut u64,
     chunk: Option<&[u8]>,
     batch_rows: usize,
     sel: Sel,
+    cancel: Option<Arc<AtomicBool>>,
 ) -> Result<ArrowEvents, Failure> {
     let mut sink = ArrowSink::new(batch_rows, sel);
+    sink.cancel = cancel;
     match chunk {
         Some(c) => sink::feed(engine, seq, c, &mut sink)?,
         None => sink::finish(engine, seq, &mut sink)?,
@@ -180,6 +216,10 @@ pub fn failed(e: Failure) -> PyErr {
 
 pub fn is_oom(e: &Failure) -> bool {
     matches!(e, Failure::OutOfMemory(_))
+}
+
+pub fn is_cancelled(e: &Failure) -> bool {
+    matches!(e, Failure::Cancelled)
 }
 
 /// Private (`checkfu_fast.dask`): the Arrow batches of one range of a `_split_plan` (bytes
@@ -217,15 +257,18 @@ fn file_batches(
     budget: Budget,
     batch_rows: usize,
     sel: Sel,
+    cancel: &Arc<AtomicBool>,
 ) -> std::io::Result<ArrowEvents> {
     let failed = |e: Failure| match e {
         Failure::OutOfMemory(e) => {
             std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
         }
         Failure::Arrow(e) => std::io::Error::other(e.to_string()),
+        Failure::Cancelled => crate::split::cancelled(),
     };
     let mut engine = Engine::new(dialect, budget);
     let mut sink = ArrowSink::new(batch_rows, sel);
+    sink.cancel = Some(Arc::clone(cancel));
     // the columns sized for the file (a compressed file's size is a low guess)
     if let Ok(meta) = std::fs::metadata(path) {
         sink.expect(usize::try_from(meta.len()).unwrap_or(usize::MAX));
@@ -266,14 +309,15 @@ pub fn _normalize_files_arrow<'py>(
     }
     let dialect = dialect_arg(dialect)?;
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let results = py
-        .detach(|| {
-            par_map(inputs.len(), jobs, |i| {
-                let path = std::path::Path::new(inputs.get(i).map_or("", String::as_str));
-                file_batches(path, dialect.clone(), budget, batch_rows, sel)
-            })
+    // Ctrl-C: the files being converted stop within a window of input (KeyboardInterrupt)
+    let cancel = Arc::new(AtomicBool::new(false));
+    let results = super::interruptible(py, &cancel, || {
+        par_map(inputs.len(), jobs, |i| {
+            let path = std::path::Path::new(inputs.get(i).map_or("", String::as_str));
+            file_batches(path, dialect.clone(), budget, batch_rows, sel, &cancel)
         })
-        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    })?
+    .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
     let out = PyList::empty(py);
     for r in results {
         match r {

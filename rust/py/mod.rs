@@ -341,7 +341,7 @@ fn normalize_files<'py>(
 /// signal handlers every 100 ms: Ctrl-C (or any handler that raises) sets `cancel`, which the
 /// work checks on every read, waits for it to stop (its unfinished outputs removed) and
 /// raises the handler's exception (`KeyboardInterrupt`), within a second or two.
-fn interruptible<T: Send>(
+pub(crate) fn interruptible<T: Send>(
     py: Python<'_>,
     cancel: &std::sync::atomic::AtomicBool,
     work: impl FnOnce() -> T + Send,
@@ -513,7 +513,8 @@ struct Normalizer {
 struct State {
     engine: Engine,
     seq: u64,
-    failed: bool,
+    /// Why the stream cannot go on (a `MemoryError`, a cancelled `feed_arrow`), once so.
+    failed: Option<&'static str>,
     /// For `feed_jsonl`/`finish_jsonl` (which number events with the same `seq`).
     writer: jsonl::LineWriter,
     /// Object keys as Python strings, kept from one `feed` to the next.
@@ -523,6 +524,7 @@ struct State {
 }
 
 const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state is lost";
+const CANCELLED: &str = "a feed_arrow of the Normalizer was cancelled; its stream state is lost";
 
 impl Normalizer {
     fn arrow_step(
@@ -530,24 +532,28 @@ impl Normalizer {
         py: Python<'_>,
         chunk: Option<PyBackedBytes>,
         batch_rows: usize,
+        cancel: Option<&Bound<'_, arrow::CancelFlag>>,
     ) -> PyResult<arrow::ArrowEvents> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
         }
         let mut guard = self.lock(py);
         let state = &mut *guard;
-        if state.failed {
-            return Err(PyValueError::new_err(FAILED));
+        if let Some(why) = state.failed {
+            return Err(PyValueError::new_err(why));
         }
         if chunk.is_some() && state.engine.is_finished() {
             return Err(PyValueError::new_err("feed() after finish()"));
         }
         let bytes: Option<&[u8]> = chunk.as_deref();
         let (engine, seq, sel) = (&mut state.engine, &mut state.seq, state.sel);
-        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows, sel));
+        let cancel = cancel.map(|c| std::sync::Arc::clone(&c.get().flag));
+        let out = py.detach(|| arrow::step(engine, seq, bytes, batch_rows, sel, cancel));
         out.map_err(|e| {
             if arrow::is_oom(&e) {
-                state.failed = true;
+                state.failed = Some(FAILED);
+            } else if arrow::is_cancelled(&e) {
+                state.failed = Some(CANCELLED);
             }
             arrow::failed(e)
         })
@@ -590,7 +596,7 @@ impl Normalizer {
             state: Mutex::new(State {
                 engine,
                 seq: 0,
-                failed: false,
+                failed: None,
                 writer: jsonl::LineWriter::new(source, sel),
                 keys: convert::KeyCache::new(),
                 sel,
@@ -613,8 +619,8 @@ impl Normalizer {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut guard = self.lock(py);
         let state = &mut *guard;
-        if state.failed {
-            return Err(PyValueError::new_err(FAILED));
+        if let Some(why) = state.failed {
+            return Err(PyValueError::new_err(why));
         }
         if state.engine.is_finished() {
             return Err(PyValueError::new_err("feed() after finish()"));
@@ -632,7 +638,7 @@ impl Normalizer {
             Ok(out)
         });
         let out = out.map_err(|e| {
-            state.failed = true;
+            state.failed = Some(FAILED);
             oom(e)
         })?;
         Ok(PyBytes::new(py, &out))
@@ -642,8 +648,8 @@ impl Normalizer {
     fn finish_jsonl<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let mut guard = self.lock(py);
         let state = &mut *guard;
-        if state.failed {
-            return Err(PyValueError::new_err(FAILED));
+        if let Some(why) = state.failed {
+            return Err(PyValueError::new_err(why));
         }
         let (engine, writer, seq) = (&mut state.engine, &mut state.writer, &mut state.seq);
         let out = py.detach(|| {
@@ -656,34 +662,37 @@ impl Normalizer {
             Ok(out)
         });
         let out = out.map_err(|e| {
-            state.failed = true;
+            state.failed = Some(FAILED);
             oom(e)
         })?;
         Ok(PyBytes::new(py, &out))
     }
 
-    /// `feed`, but the events as Arrow record batches (GIL released); same `seq`.
-    #[pyo3(signature = (chunk, batch_rows = crate::arrow::BATCH_ROWS))]
+    /// `feed`, but the events as Arrow record batches (GIL released); same `seq`. With
+    /// `cancel` set meanwhile (by another thread): `InterruptedError` within about 64 KiB of
+    /// input, and the stream state is lost.
+    #[pyo3(signature = (chunk, batch_rows = crate::arrow::BATCH_ROWS, cancel = None))]
     fn feed_arrow(
         &self,
         py: Python<'_>,
         chunk: PyBackedBytes,
         batch_rows: usize,
+        cancel: Option<&Bound<'_, arrow::CancelFlag>>,
     ) -> PyResult<arrow::ArrowEvents> {
-        self.arrow_step(py, Some(chunk), batch_rows)
+        self.arrow_step(py, Some(chunk), batch_rows, cancel)
     }
 
     /// `finish`, but as Arrow record batches.
     #[pyo3(signature = (batch_rows = crate::arrow::BATCH_ROWS))]
     fn finish_arrow(&self, py: Python<'_>, batch_rows: usize) -> PyResult<arrow::ArrowEvents> {
-        self.arrow_step(py, None, batch_rows)
+        self.arrow_step(py, None, batch_rows, None)
     }
 
     fn feed<'py>(&self, py: Python<'py>, chunk: PyBackedBytes) -> PyResult<Bound<'py, PyList>> {
         let mut guard = self.lock(py);
         let state = &mut *guard;
-        if state.failed {
-            return Err(PyValueError::new_err(FAILED));
+        if let Some(why) = state.failed {
+            return Err(PyValueError::new_err(why));
         }
         if state.engine.is_finished() {
             return Err(PyValueError::new_err("feed() after finish()"));
@@ -701,7 +710,7 @@ impl Normalizer {
             .as_ref()
             .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
         {
-            state.failed = true;
+            state.failed = Some(FAILED);
         }
         done.map(|()| out)
     }
@@ -709,8 +718,8 @@ impl Normalizer {
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let mut guard = self.lock(py);
         let state = &mut *guard;
-        if state.failed {
-            return Err(PyValueError::new_err(FAILED));
+        if let Some(why) = state.failed {
+            return Err(PyValueError::new_err(why));
         }
         let out = PyList::empty(py);
         let mut sink = DictSink::new(py, &mut state.keys, &out, state.sel);
@@ -719,7 +728,7 @@ impl Normalizer {
             .as_ref()
             .is_err_and(|e| e.is_instance_of::<PyMemoryError>(py))
         {
-            state.failed = true;
+            state.failed = Some(FAILED);
         }
         done.map(|()| out)
     }
@@ -744,6 +753,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::_normalize_files_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::arrow_columns, m)?)?;
     m.add_class::<arrow::ArrowEvents>()?;
+    m.add_class::<arrow::CancelFlag>()?;
     m.add_function(wrap_pyfunction!(journal::validate_journal, m)?)?;
     m.add_function(wrap_pyfunction!(parse_retry, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_files, m)?)?;
