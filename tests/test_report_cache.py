@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,31 @@ def test_a_memo_hit_imports_neither_the_fold_nor_the_reference(tree, capsys) -> 
     mods = eval(out.stderr.strip().splitlines()[-1])
     for heavy in ("reference", "usage", "prices", "report", "cli", "arrow"):
         assert f"checkfu_fast.{heavy}" not in mods
+
+
+def test_unchanged_files_are_known_by_their_stamp(tree, capsys, monkeypatch) -> None:
+    """The per-file cache takes a file whose size, mtime, ctime, inode and device are the ones
+    its entry was made with without reading its head (the walk's stat); a file touched back to
+    its mtime (another ctime) has its head hashed again, and keeps its entry."""
+    expected = run(capsys, "--json", str(tree))
+    memo = Path(report_cache.cache_dir()) / "memo"
+    shutil.rmtree(memo)
+    read: list[str] = []
+    real = report_cache.fingerprints
+
+    def spy(paths: list[str]) -> Any:
+        read.extend(os.path.basename(p) for p in paths)
+        return real(paths)
+
+    monkeypatch.setattr(report_cache, "fingerprints", spy)
+    assert run(capsys, "--json", str(tree)) == expected
+    assert read == []
+    f = tree / "sessions" / "codex-rollout.jsonl"
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same bytes and mtime, a new ctime
+    shutil.rmtree(memo)
+    assert run(capsys, "--json", str(tree)) == expected
+    assert read == ["codex-rollout.jsonl"]
+    shutil.rmtree(memo)
+    assert run(capsys, "--json", str(tree)) == expected  # restamped: no head read again
+    assert read == ["codex-rollout.jsonl"]

@@ -536,6 +536,7 @@ def _main(args: argparse.Namespace) -> int:
         return run(args, names, status, snap if estimate else None, tz)
     if not args.no_cache and _native_module() is not None:
         cache = SummaryCache()
+        cache.stats = stats
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     for name, done in fold_files(fold, names, dialect, cache=cache):
         try:

@@ -31,7 +31,7 @@ from typing import Any
 from . import __version__
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
-VERSION = 3
+VERSION = 4
 FORMAT = "checkfu_fast report cache"
 MEMO_FORMAT = "checkfu_fast report memo"
 #: Bytes hashed from the start of each file.
@@ -86,6 +86,10 @@ class SummaryCache:
         self.hits = 0
         self.fps: dict[str, list[Any] | None] = {}
         self.resumed: list[str] = []  # files read from where they ended this run
+        # the walk's os.stat of each input (report sets it): an entry whose stamp (size,
+        # mtime, ctime, inode, device) is the file's is used without reading its head
+        self.stats: dict[str, os.stat_result] = {}
+        self._recent = time.time_ns() - RACY_NS
 
     def fingerprints(self, names: list[str]) -> list[list[Any] | None]:
         """:func:`fingerprints` of ``names``, each taken once per run."""
@@ -120,11 +124,27 @@ class SummaryCache:
     def key(path: str, dialect: str, project: str | None) -> str:
         return json.dumps([dialect, os.path.abspath(path), project])
 
-    def get(self, key: str, fp: list[Any] | None, readings: bool = False) -> list[Any] | None:
-        """``[summary, known, unknown]`` the file gave when it had fingerprint ``fp`` (and its
-        readings, with ``readings``)."""
+    def stamp(self, name: str) -> list[int] | None:
+        """``[size, mtime_ns, ctime_ns, inode, device]`` from the walk's ``os.stat`` (None
+        without one, or when the file was modified in the last :data:`RACY_NS`)."""
+        st = self.stats.get(name)
+        if st is None or st.st_mtime_ns >= self._recent:
+            return None
+        return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+    def get(
+        self,
+        key: str,
+        fp: list[Any] | None,
+        readings: bool = False,
+        stamp: list[int] | None = None,
+    ) -> list[Any] | None:
+        """``[summary, known, unknown]`` the file gave when it had fingerprint ``fp`` (``[size,
+        mtime_ns, hash of the head]``), or the same ``stamp`` (:meth:`stamp`; the entry's
+        fingerprint keeps the ctime, inode and device it was made with), and its readings with
+        ``readings``."""
         raw = self.old.get(key)
-        if fp is None or raw is None:
+        if (fp is None and stamp is None) or raw is None:
             return None
         entry, _, limits = raw.partition(b"\t")
         try:
@@ -132,10 +152,12 @@ class SummaryCache:
             r = json.loads(limits) if readings else None
         except (ValueError, RecursionError):
             return None
+        if not (isinstance(e, list) and len(e) == 5 and isinstance(e[0], list)):
+            return None
+        seen = e[0]
+        by_stamp = stamp is not None and len(seen) == 6 and [*seen[:2], *seen[3:]] == stamp
         if not (
-            isinstance(e, list)
-            and len(e) == 5
-            and e[0] == fp
+            (by_stamp or (fp is not None and seen[:3] == fp))
             and isinstance(e[1], list)
             and len(e[1]) == 7
             and isinstance(e[2], int)
@@ -143,6 +165,11 @@ class SummaryCache:
             and (not readings or isinstance(r, list))
         ):
             return None
+        if not by_stamp and fp is not None and stamp is not None and stamp[:2] == fp[:2]:
+            # the same bytes under a new stamp (touched, copied back): kept under this one
+            e[0] = [*fp, *stamp[2:]]
+            raw = json.dumps(e, separators=(",", ":")).encode() + b"\t" + limits
+            self.changed = True
         self.new[key] = raw
         self.hits += 1
         return [*e[1:4], r] if readings else e[1:4]
@@ -163,10 +190,20 @@ class SummaryCache:
         except (ValueError, RecursionError):
             return None
 
-    def put(self, key: str, fp: list[Any] | None, value: list[Any], readings: Any) -> None:
-        """``value``: ``[summary, known, unknown, checkpoint]``."""
+    def put(
+        self,
+        key: str,
+        fp: list[Any] | None,
+        value: list[Any],
+        readings: Any,
+        stamp: list[int] | None = None,
+    ) -> None:
+        """``value``: ``[summary, known, unknown, checkpoint]``; the fingerprint is kept with the
+        stamp's ctime, inode and device when the stamp is of the same size and mtime."""
         if fp is None:
             return
+        if stamp is not None and stamp[:2] == fp[:2]:
+            fp = [*fp, *stamp[2:]]
         dump = json.dumps
         self.new[key] = (
             dump([fp, *value], separators=(",", ":")) + "\t" + dump(readings, separators=(",", ":"))
@@ -188,10 +225,19 @@ class SummaryCache:
         readings, with ``readings``), from the cache while the file is unchanged, else folded
         by the core (``_native._usage_fold_resume``: from where the file ended when it grew
         and its old bytes are still there) and kept; None where the caller must fold it."""
-        fps = self.fingerprints(batch)
         keys = [self.key(n, dialect, p) for n, p in zip(batch, projects, strict=True)]
-        out = [self.get(k, fp, readings) for k, fp in zip(keys, fps, strict=True)]
-        todo = [i for i, o in enumerate(out) if o is None]
+        stamps = [self.stamp(n) for n in batch]
+        out = [
+            None if st is None else self.get(k, None, readings, st)
+            for k, st in zip(keys, stamps, strict=True)
+        ]
+        # the others: the size, mtime and head hash, taken by the core
+        rest = [i for i, o in enumerate(out) if o is None]
+        fps: list[Any] = [None] * len(batch)
+        for i, fp in zip(rest, self.fingerprints([batch[i] for i in rest]), strict=True):
+            fps[i] = fp
+            out[i] = self.get(keys[i], fp, readings, stamps[i])
+        todo = [i for i in rest if out[i] is None]
         results = native._usage_fold_resume(
             [(batch[i], projects[i], self.resume_point(keys[i])) for i in todo],
             core_dialect,
@@ -202,7 +248,7 @@ class SummaryCache:
             if res is None:
                 continue
             summary, known, unknown, checkpoint, resumed, limits = res
-            self.put(keys[i], fps[i], [summary, known, unknown, checkpoint], limits)
+            self.put(keys[i], fps[i], [summary, known, unknown, checkpoint], limits, stamps[i])
             if resumed:
                 self.resumed.append(batch[i])
             out[i] = [summary, known, unknown, limits] if readings else [summary, known, unknown]
