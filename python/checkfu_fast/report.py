@@ -496,7 +496,8 @@ def _main(args: argparse.Namespace) -> int:
     )
     status = files = 0
     paths: list[str] = list(args.paths)
-    stats: dict[str, os.stat_result] = {}  # what the walk took: the memo's stamps
+    # what the walk took: the memo's stamps, the cache's (not kept with --no-cache)
+    stats: dict[str, os.stat_result] | None = None if args.no_cache else {}
     if not paths:
         names, dirs = default_paths(stats=stats)
         if not dirs:
@@ -536,7 +537,7 @@ def _main(args: argparse.Namespace) -> int:
         return run(args, names, status, snap if estimate else None, tz)
     if not args.no_cache and _native_module() is not None:
         cache = SummaryCache()
-        cache.stats = stats
+        cache.stats = stats or {}
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     for name, done in fold_files(fold, names, dialect, cache=cache):
         try:
@@ -584,7 +585,7 @@ def _main(args: argparse.Namespace) -> int:
 def _memo_key(
     args: argparse.Namespace,
     names: list[str],
-    stats: dict[str, os.stat_result],
+    stats: dict[str, os.stat_result] | None,
     by: list[str],
     tz: tzinfo,
     since: str | None,
