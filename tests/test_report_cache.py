@@ -298,3 +298,20 @@ def test_unchanged_files_are_known_by_their_stamp(tree, capsys, monkeypatch) -> 
     shutil.rmtree(memo)
     assert run(capsys, "--json", str(tree)) == expected  # restamped: no head read again
     assert read == ["codex-rollout.jsonl"]
+
+
+def test_the_memo_parser_knows_the_report_options_as_cli_spells_them() -> None:
+    """memo_hit reads report's argv without argparse (cli is not imported on a hit): its two
+    option sets must be report's options as cli.build_parser spells them, flags as flags and
+    valued options as valued, so a new or renamed option cannot be read apart by the memo."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a.choices, dict) and "report" in a.choices)
+    rep = sub.choices["report"]
+    flags, valued = set(), set()
+    for action in rep._actions:
+        for name in action.option_strings:
+            if name.startswith("--"):
+                (flags if action.nargs == 0 else valued).add(name)
+    left_to_the_command = {"--help", "--active", "--no-cache"}
+    assert flags - left_to_the_command == report_cache._FLAGS
+    assert valued == report_cache._VALUED
