@@ -193,3 +193,38 @@ def test_table_totals_row_matches_json(capsys, by):
     total = json.loads(js)["total"]
     row = next(line for line in out.splitlines() if line.startswith("Total"))
     assert f"{total['inputTokens']:,}" in row and f"{total['costUsd']:.4f}" in row
+
+
+def test_json_text_is_json_dumps_byte_for_byte():
+    """--json's text comes from the core (_json_indent2) where it can: the same bytes as
+    json.dumps(indent=2), floats as repr (ties of the shortest digits to even), strings escaped
+    to ASCII (astral characters as surrogate pairs), big ints, tuples as lists, empty
+    containers; what it declines (not finite, a non-str key, a lone surrogate, a subclass) is
+    json.dumps's, non-finite floats as null."""
+    import random
+    import struct
+    from collections import OrderedDict
+
+    from checkfu_fast import _native
+    from checkfu_fast.report import dumps
+
+    rng = random.Random(21)
+    floats = [0.0, -0.0, 1.0, 0.1, 1e-5, 1e-4, 1e15, 1e16, 9999999999999998.0, 5e-324]
+    floats += [-916853859412763.2, -2472381562763.9062, 1.7976931348623157e308]
+    while len(floats) < 20000:
+        x = struct.unpack("d", rng.randbytes(8))[0]
+        if x == x and abs(x) != float("inf"):
+            floats.append(x)
+    chars = [0, 1, 8, 9, 10, 12, 13, 31, 32, 34, 47, 92, 126, 127, 128, 0x2028, 0xFFFF, 0x1F600]
+    text = "".join(chr(rng.choice(chars)) for _ in range(500)) + "naïve ✓"
+    doc = {
+        "floats": floats,
+        text: [text, {}, [], (), None, True, False, 10**40, -(10**20), -5, 0],
+        "nested": {"a": [{"b": [1, [2, [3, {}]]]}], "": (1.5, "x")},
+    }
+    assert _native._json_indent2(doc) == json.dumps(doc, indent=2, allow_nan=False)
+    assert dumps(doc) == json.dumps(doc, indent=2, allow_nan=False)
+    for odd in ({1: 2}, "\ud800", [float("nan")], OrderedDict(a=1), [True.__class__(1), 2**70000]):
+        assert _native._json_indent2(odd) is None
+    assert dumps({"x": [float("inf"), 1.5]}) == json.dumps({"x": [None, 1.5]}, indent=2)
+    assert dumps({1: "a"}) == json.dumps({1: "a"}, indent=2)

@@ -19,6 +19,7 @@ __all__ = [
     "Normalizer",
     "__version__",
     "_fingerprints",
+    "_json_indent2",
     "_normalize_files_arrow",
     "_normalize_range",
     "_normalize_range_arrow",
@@ -182,6 +183,10 @@ def _fingerprints(
 ) -> list[tuple[int, int, str] | None]:
     """Per path ``(size, mtime_ns, hash of its first head bytes)``, None where it cannot be
     read; on ``jobs`` threads, the GIL released (the report's cache keys)."""
+
+def _json_indent2(obj: Any) -> str | None:
+    """``json.dumps(obj, indent=2, allow_nan=False)`` of a document of plain JSON types, byte
+    for byte; None where it has anything else (the caller then uses ``json.dumps``)."""
 
 def _usage_fold_files(
     files: list[tuple[str, str | None]],

@@ -4,6 +4,7 @@
 mod arrow;
 mod convert;
 mod journal;
+mod json;
 mod usage;
 
 use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
@@ -760,6 +761,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usage::_fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_resume, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(json::_json_indent2, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;
