@@ -29,6 +29,7 @@ pub mod sniff;
 pub mod split;
 pub mod text;
 pub mod usage;
+pub mod usage_merge;
 pub mod value;
 
 #[cfg(feature = "python")]

@@ -116,7 +116,7 @@ impl Rec {
     }
 
     /// `merge_max`: componentwise largest value.
-    fn merge_max(&mut self, other: &Rec) {
+    pub(crate) fn merge_max(&mut self, other: &Rec) {
         for (a, b) in self.slots().into_iter().zip(other.values()) {
             if let Some(b) = b {
                 if a.is_none_or(|a| gt(b, a)) {
@@ -137,7 +137,7 @@ impl Rec {
 
     /// `rank(sidechain) > other.rank(other_sidechain)`: main over sidechain, then the largest
     /// output, then the largest input.
-    fn outranks(&self, sidechain: bool, other: &Rec, other_sidechain: bool) -> bool {
+    pub(crate) fn outranks(&self, sidechain: bool, other: &Rec, other_sidechain: bool) -> bool {
         if sidechain != other_sidechain {
             return !sidechain;
         }
@@ -153,7 +153,7 @@ impl Rec {
     }
 
     /// `covers(earlier)`: no count went down.
-    fn covers(&self, earlier: &Rec) -> bool {
+    pub(crate) fn covers(&self, earlier: &Rec) -> bool {
         earlier
             .values()
             .into_iter()

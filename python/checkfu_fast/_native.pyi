@@ -4,7 +4,7 @@ Checked against the built module by ``python -m mypy.stubtest checkfu_fast._nati
 pyo3 classes take their arguments in ``__new__`` and cannot be subclassed (``@final``).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 from typing_extensions import Self
@@ -17,6 +17,8 @@ __all__ = [
     "CancelFlag",
     "Mapping",
     "Normalizer",
+    "_StreamSummary",
+    "_UsageMerge",
     "__version__",
     "_fingerprints",
     "_json_indent2",
@@ -195,10 +197,41 @@ def _usage_fold_files(
     max_depth: int,
     max_nodes: int,
     jobs: int | None = None,
-) -> list[tuple[tuple[Any, ...], int, int] | None]:
+    handles: bool = False,
+) -> list[tuple[Any, int, int] | None]:
     """Each ``(path, project)`` folded on its own by the core (rust/usage.rs), on ``jobs``
     threads, the GIL released: ``(summary, known, unknown)`` (``usage.StreamSummary.of`` takes
-    the summary), or None where the Python fold must read the file."""
+    the summary; with ``handles``, a :class:`_StreamSummary` kept in the core), or None where
+    the Python fold must read the file."""
+
+@final
+class _StreamSummary:
+    """One stream's summary kept in the core (``_usage_fold_files(..., handles=True)``)."""
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """``usage.StreamSummary.as_tuple()``'s form."""
+
+@final
+class _UsageMerge:
+    """The fold across streams in the core (rust/usage_merge.rs; ``usage.CoreFold``)."""
+
+    def __new__(cls, resolve: Callable[[str], Any] | None = None) -> Self: ...
+    def merge(self, summary: Any) -> None:
+        """A :class:`_StreamSummary` or the tuple form; ``ValueError`` when it is not one."""
+    @property
+    def inexact(self) -> str | None:
+        """Why the sums would differ from the Python fold's, else None."""
+    def times(self) -> list[tuple[int, int]]:
+        """The quarter-hour buckets: ``(first second, last second)`` each."""
+    def group(
+        self,
+        labels: list[Any],
+        none: Any,
+        by: list[str],
+        by_day: bool,
+        active: bool,
+    ) -> dict[str, Any]:
+        """The totals, with each bucket's ``(day, week, month, inside, block, active)``."""
 
 def _usage_fold_limits(
     files: list[tuple[str, str | None]],

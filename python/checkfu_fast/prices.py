@@ -34,7 +34,8 @@ from typing import Any
 __all__ = ["FORMAT", "ModelPrice", "PriceError", "Snapshot", "cost", "load", "snapshot"]
 
 FORMAT = "checkfu-fast-prices/1"
-_KEYS = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h")
+# the prices of a model, in the order the core takes them (usage.CoreFold)
+PRICE_KEYS = _KEYS = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h")
 _COMPACT_DATE = re.compile(r"(.*-)(\d{4})(\d{2})(\d{2})$")
 
 

@@ -35,7 +35,7 @@ from .paths import empty_dirs, expand
 from .progress import Progress, wanted
 from .report_cache import Memo, SummaryCache
 from .report_inputs import default_paths, local_zone
-from .usage import DIMENSIONS, StreamSummary, UsageFold
+from .usage import DIMENSIONS, CoreFold, Inexact, StreamSummary, UsageFold
 
 # the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
 # the core for these only (``text`` for codex's ``turn_context`` model)
@@ -139,7 +139,7 @@ def unreadable(name: str, exc: OSError, progress: Progress) -> None:
 
 
 def fold_stream(
-    fold: UsageFold,
+    fold: UsageFold | CoreFold,
     src: BinaryIO,
     dialect: Any = "auto",
     progress: Progress | None = None,
@@ -171,7 +171,7 @@ def fold_stream(
 
 
 def fold_files(
-    fold: UsageFold,
+    fold: UsageFold | CoreFold,
     names: list[str],
     dialect: Any = "auto",
     jobs: int | None = None,
@@ -180,13 +180,15 @@ def fold_files(
     """Fold the files ``names`` in order: each stream is folded by the core
     (``_native._usage_fold_files``: every core, the GIL released, no event dicts) into its
     :class:`~checkfu_fast.usage.StreamSummary`, or taken from ``cache`` while the file is
-    unchanged (:mod:`checkfu_fast.report_cache`), and merged here. Yields, per name in order,
-    ``(name, (known, unknown))`` once it is merged, or ``(name, None)`` where the caller must
-    fold it itself (:func:`fold_stream`): ``-``, a file the core could not read (the caller
-    then meets the same error) or one with what only the Python fold reads right, and every
-    file when the core is absent. A name is yielded before the next batch is read, so the
-    caller's fold stays in file order."""
+    unchanged (:mod:`checkfu_fast.report_cache`), and merged into ``fold`` (a
+    :class:`~checkfu_fast.usage.CoreFold` takes the core's summaries as they are). Yields,
+    per name in order, ``(name, (known, unknown))`` once it is merged, or ``(name, None)``
+    where the caller must fold it itself (:func:`fold_stream`): ``-``, a file the core could
+    not read (the caller then meets the same error) or one with what only the Python fold
+    reads right, and every file when the core is absent. A name is yielded before the next
+    batch is read, so the caller's fold stays in file order."""
     native = _native_module()
+    core = isinstance(fold, CoreFold)
     if not isinstance(dialect, str):
         cache = None  # a mapping file's dialect may change under the same name
     i = 0
@@ -202,19 +204,37 @@ def fold_files(
         projects = [claude_project(n) for n in batch]
         if cache is None:
             results = native._usage_fold_files(
-                list(zip(batch, projects, strict=True)), _native_dialect(dialect), *BUDGET, jobs
+                list(zip(batch, projects, strict=True)),
+                _native_dialect(dialect),
+                *BUDGET,
+                jobs,
+                **({"handles": True} if core else {}),
             )
         else:  # unchanged files from the cache; one that grew read from where it ended
             results = cache.fold(
                 native, batch, projects, dialect, _native_dialect(dialect), BUDGET, jobs
             )
-        done = [None if res is None else _summary(res) for res in results]
-        for name, got in zip(batch, done, strict=True):
+        take = _hit if core else _summary
+        done = [None if res is None else take(res) for res in results]
+        for k, (name, got) in enumerate(zip(batch, done, strict=True)):
             if got is None:
                 yield name, None
                 continue
             summary, known, unknown = got
-            fold.merge(summary)
+            try:
+                fold.merge(summary)
+            except (ValueError, OverflowError):
+                if not core:
+                    raise
+                # a cache entry the core refuses (checked as merged): the file read again
+                res = native._usage_fold_files(
+                    [(name, projects[k])], _native_dialect(dialect), *BUDGET, 1, handles=True
+                )[0]
+                if res is None:
+                    yield name, None
+                    continue
+                summary, known, unknown = res
+                fold.merge(summary)
             yield name, (known, unknown)
 
 
@@ -228,6 +248,18 @@ def _summary(res: Any) -> tuple[StreamSummary, int, int] | None:
         return StreamSummary.of(summary), known, unknown
     except (TypeError, ValueError, IndexError, KeyError):
         return None
+
+
+def _hit(res: Any) -> tuple[Any, int, int] | None:
+    """A core result or cache entry as ``(summary, known, unknown)`` for a :class:`CoreFold`
+    (the summary as it is: the core checks it as it merges it); None when it is not one."""
+    try:
+        summary, known, unknown = res[:3]
+    except (TypeError, ValueError):
+        return None
+    if not (isinstance(known, int) and isinstance(unknown, int)):
+        return None
+    return summary, known, unknown
 
 
 def _native_module() -> Any:
@@ -503,10 +535,7 @@ def _main(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ValueError(f"{args.prices}: {exc.strerror or exc}") from None
     estimate = not args.no_estimate
-    fold = UsageFold(
-        prices=snap, estimate=estimate, tz=tz, by=by, since=since, until=until, active=args.active
-    )
-    status = files = 0
+    status = 0
     paths: list[str] = list(args.paths)
     # what the walk took: the memo's stamps, the cache's (not kept with --no-cache)
     stats: dict[str, os.stat_result] | None = None if args.no_cache else {}
@@ -526,7 +555,6 @@ def _main(args: argparse.Namespace) -> int:
             )
             status = 1
         names = expand(paths, stats=stats)
-    explicit = args.dialect not in (None, "auto")
     dialect = args.dialect if args.dialect is not None else "auto"
     cache = memo = None
     if not args.no_cache and _native_module() is not None:
@@ -551,6 +579,63 @@ def _main(args: argparse.Namespace) -> int:
         cache = SummaryCache()
         cache.stats = stats or {}
     progress = Progress(names, wanted(getattr(args, "progress", None)))
+    options: dict[str, Any] = dict(
+        prices=snap, estimate=estimate, tz=tz, by=by, since=since, until=until, active=args.active
+    )
+    native = _native_module()
+    # the fold across files in the core, where the inputs can be read again (stdin cannot)
+    # should the core's sums differ from Python's (usage.Inexact): then the Python fold
+    fold: UsageFold | CoreFold
+    if native is not None and hasattr(native, "_UsageMerge") and "-" not in names:
+        fold = CoreFold(native, **options)
+    else:
+        fold = UsageFold(**options)
+    files, status = _fold_all(fold, names, dialect, cache, progress, args, status)
+    try:
+        totals = fold.totals(by_day="day" in by)
+        rows = fold.rows()
+        active = fold.active_block(time.time()) if args.active else None
+    except Inexact:
+        fold = UsageFold(**options)
+        _fold_all(fold, names, dialect, None, Progress(names, False), args, status, quiet=True)
+        totals = fold.totals(by_day="day" in by)
+        rows = fold.rows()
+        active = fold.active_block(time.time()) if args.active else None
+    doc: dict[str, Any] = {"files": files, "total": totals["total"]}
+    for dim in by:
+        if dim in _KEYS:
+            doc[_KEYS[dim]] = totals[_KEYS[dim]]
+    doc["rows"] = rows
+    doc["prices"] = {"date": snap.date, "source": snap.source} if estimate else None
+    if args.active:
+        doc["active"] = active
+    if args.json:
+        sys.stdout.write(dumps(doc) + "\n")
+    elif args.csv:
+        sys.stdout.write(to_csv(rows, by))
+    else:
+        text = table(doc, by, files, tz, snap if estimate else None)
+        if args.active:
+            text += _active_text(doc["active"], tz)
+        sys.stdout.write(text)
+    return status
+
+
+def _fold_all(
+    fold: UsageFold | CoreFold,
+    names: list[str],
+    dialect: Any,
+    cache: SummaryCache | None,
+    progress: Progress,
+    args: argparse.Namespace,
+    status: int,
+    quiet: bool = False,
+) -> tuple[int, int]:
+    """Fold every input in order (:func:`fold_files`, :func:`fold_stream` for what the core
+    leaves); returns how many files were read and the exit status (a warning on stderr, but
+    not when ``quiet``: the second fold of the inputs, in Python, says nothing again)."""
+    explicit = args.dialect not in (None, "auto")
+    files = 0
     for name, done in fold_files(fold, names, dialect, cache=cache):
         try:
             if done is not None:
@@ -562,36 +647,19 @@ def _main(args: argparse.Namespace) -> int:
                     known, unknown = fold_stream(fold, f, dialect, progress, claude_project(name))
             files += 1
             if explicit and unknown and not known:
-                recognised_none(name, args.dialect, unknown, progress)
+                if not quiet:
+                    recognised_none(name, args.dialect, unknown, progress)
                 status = 1
         except OSError as exc:
             fold.end_stream()
-            unreadable(name, exc, progress)
+            if not quiet:
+                unreadable(name, exc, progress)
             status = 1
         progress.file_done(name)
     progress.close()
     if cache is not None:
         cache.save()
-    totals = fold.totals(by_day="day" in by)
-    rows = fold.rows()
-    doc: dict[str, Any] = {"files": files, "total": totals["total"]}
-    for dim in by:
-        if dim in _KEYS:
-            doc[_KEYS[dim]] = totals[_KEYS[dim]]
-    doc["rows"] = rows
-    doc["prices"] = {"date": snap.date, "source": snap.source} if estimate else None
-    if args.active:
-        doc["active"] = fold.active_block(time.time())
-    if args.json:
-        sys.stdout.write(dumps(doc) + "\n")
-    elif args.csv:
-        sys.stdout.write(to_csv(rows, by))
-    else:
-        text = table(doc, by, files, tz, snap if estimate else None)
-        if args.active:
-            text += _active_text(doc["active"], tz)
-        sys.stdout.write(text)
-    return status
+    return files, status
 
 
 def _memo_key(

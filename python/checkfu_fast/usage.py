@@ -54,7 +54,16 @@ from typing import Any, cast
 from . import arrow as _arrow
 from . import prices as _prices
 
-__all__ = ["DIMENSIONS", "SESSION_CUMULATIVE", "UsageFold", "epoch", "usage_totals", "utc_day"]
+__all__ = [
+    "DIMENSIONS",
+    "SESSION_CUMULATIVE",
+    "CoreFold",
+    "Inexact",
+    "UsageFold",
+    "epoch",
+    "usage_totals",
+    "utc_day",
+]
 
 # the --by dimensions of rows (docs/usage.md, Rows)
 DIMENSIONS = ("session", "model", "day", "week", "month", "project", "block")
@@ -933,57 +942,28 @@ class UsageFold:
         """``{"total", "byModel", "bySession"}`` (sorted keys), each as in :func:`usage_totals`;
         with ``by_day``, also ``byDay`` (days in the fold's zone, then ``unknown``)."""
         agg, dialects = self._final()
-        by_session = {}
-        for k in sorted(agg.sessions):
-            d = agg.sessions[k].as_dict(endings=True)
-            d["dialect"] = dialects.get(k, _UNKNOWN)
-            by_session[k] = d
-        out = {
-            "total": agg.total.as_dict(endings=True),
-            "byModel": {k: agg.models[k].as_dict() for k in sorted(agg.models)},
-            "bySession": by_session,
-        }
-        if by_day:  # "unknown" sorts after every digit, so last
-            out["byDay"] = {k: agg.days[k].as_dict() for k in sorted(agg.days)}
-        return out
+        return _totals(agg.total, agg.models, agg.sessions, agg.days, dialects, by_day)
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per value of the fold's ``by`` dimensions (sorted): a key per dimension
         (``block`` with ``blockEnd``: ISO 8601 UTC) and the totals' fields."""
         agg, _ = self._final()
         by = agg.by
-        rest = [d for d in by if d != "block"]
-        if by == ("session",):  # every session, those with only an ending too
-            return [{"session": k, **agg.sessions[k].as_dict()} for k in sorted(agg.sessions)]
-        if "block" not in by:
-            groups = agg.rows
-            extra: dict[tuple[str, ...], dict[str, Any]] = {}
-        else:
-            spans = blocks(float(sec) for sec, _ in agg.timeline if sec >= 0)
-            groups = {}
-            extra = {}
-            starts = [b[0] for b in spans]
-            for (sec, key), acc in sorted(agg.timeline.items()):
-                if sec < 0:
-                    bkey: tuple[str, ...] = (_UNKNOWN, *key)
-                    extra[bkey] = {"blockEnd": None}
-                else:
-                    i = _block_of(starts, spans, float(sec))
-                    bkey = (iso_utc(spans[i][0]), *key)
-                    extra[bkey] = {"blockEnd": iso_utc(spans[i][1])}
-                groups.setdefault(bkey, _Acc()).merge(acc)
-        out = []
-        for key in sorted(groups):
-            row: dict[str, Any] = {}
-            names = (["block"] if "block" in by else []) + rest
-            values = dict(zip(names, key, strict=True))
-            for dim in by:
-                row[dim] = values[dim]
-                if dim == "block":
-                    row["blockEnd"] = extra[key]["blockEnd"]
-            row.update(groups[key].as_dict())
-            out.append(row)
-        return out
+        if by == ("session",) or "block" not in by:
+            return _rows(by, agg.sessions, agg.rows, {})
+        spans = blocks(float(sec) for sec, _ in agg.timeline if sec >= 0)
+        groups: dict[tuple[str, ...], _Acc] = {}
+        ends: dict[str, str | None] = {_UNKNOWN: None}
+        starts = [b[0] for b in spans]
+        for (sec, key), acc in sorted(agg.timeline.items()):
+            if sec < 0:
+                bkey: tuple[str, ...] = (_UNKNOWN, *key)
+            else:
+                i = _block_of(starts, spans, float(sec))
+                bkey = (iso_utc(spans[i][0]), *key)
+                ends[bkey[0]] = iso_utc(spans[i][1])
+            groups.setdefault(bkey, _Acc()).merge(acc)
+        return _rows(by, agg.sessions, groups, ends)
 
     def timeline(self) -> list[tuple[int, dict[str, Any]]]:
         """Per epoch second with readings, in order, the totals of the readings of that second
@@ -1001,28 +981,85 @@ class UsageFold:
         spans = blocks(float(s) for s in times)
         if not spans:
             return None
-        start, end, first, last = spans[-1]
-        if not (now < end and now - last <= BLOCK_SECONDS):
-            return None
+        start, end, _, _ = spans[-1]
         acc = _Acc()
         for sec, a in times.items():
             if start <= sec < end:
                 acc.merge(a)
-        t = acc.as_dict()
-        tokens = t["inputTokens"] + t["outputTokens"]
-        hours = max((last - first) / 3600.0, 1 / 60)  # at least a minute
-        left = max(end - now, 0) / 3600.0
-        usd = t["costUsd"] or 0.0
-        return {
-            "block": iso_utc(start),
-            "blockEnd": iso_utc(end),
-            **t,
-            "tokensPerHour": round(tokens / hours, 1),
-            "usdPerHour": usd / hours,
-            "remainingMinutes": round(left * 60),
-            "projectedTokens": round(tokens + tokens / hours * left),
-            "projectedUsd": usd + usd / hours * left,
-        }
+        return _active(spans[-1], acc, now)
+
+
+def _totals(
+    total: _Acc,
+    models: dict[str, _Acc],
+    sessions: dict[str, _Acc],
+    days: dict[str, _Acc],
+    dialects: dict[str, str],
+    by_day: bool,
+) -> dict[str, Any]:
+    """:meth:`UsageFold.totals` of the fold's totals."""
+    by_session = {}
+    for k in sorted(sessions):
+        d = sessions[k].as_dict(endings=True)
+        d["dialect"] = dialects.get(k, _UNKNOWN)
+        by_session[k] = d
+    out = {
+        "total": total.as_dict(endings=True),
+        "byModel": {k: models[k].as_dict() for k in sorted(models)},
+        "bySession": by_session,
+    }
+    if by_day:  # "unknown" sorts after every digit, so last
+        out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
+    return out
+
+
+def _rows(
+    by: tuple[str, ...],
+    sessions: dict[str, _Acc],
+    groups: dict[tuple[str, ...], _Acc],
+    ends: dict[str, str | None],
+) -> list[dict[str, Any]]:
+    """:meth:`UsageFold.rows` of the groups (keyed by the block first where it is one, then
+    the other dimensions in ``by``'s order; ``ends``: each block's end)."""
+    if by == ("session",):  # every session, those with only an ending too
+        return [{"session": k, **sessions[k].as_dict()} for k in sorted(sessions)]
+    rest = [d for d in by if d != "block"]
+    names = (["block"] if "block" in by else []) + rest
+    out = []
+    for key in sorted(groups):
+        row: dict[str, Any] = {}
+        values = dict(zip(names, key, strict=True))
+        for dim in by:
+            row[dim] = values[dim]
+            if dim == "block":
+                row["blockEnd"] = ends[values[dim]]
+        row.update(groups[key].as_dict())
+        out.append(row)
+    return out
+
+
+def _active(
+    span: tuple[float, float, float, float], acc: _Acc, now: float
+) -> dict[str, Any] | None:
+    """:meth:`UsageFold.active_block` of the last block and its total."""
+    start, end, first, last = span
+    if not (now < end and now - last <= BLOCK_SECONDS):
+        return None
+    t = acc.as_dict()
+    tokens = t["inputTokens"] + t["outputTokens"]
+    hours = max((last - first) / 3600.0, 1 / 60)  # at least a minute
+    left = max(end - now, 0) / 3600.0
+    usd = t["costUsd"] or 0.0
+    return {
+        "block": iso_utc(start),
+        "blockEnd": iso_utc(end),
+        **t,
+        "tokensPerHour": round(tokens / hours, 1),
+        "usdPerHour": usd / hours,
+        "remainingMinutes": round(left * 60),
+        "projectedTokens": round(tokens + tokens / hours * left),
+        "projectedUsd": usd + usd / hours * left,
+    }
 
 
 def _block_of(starts: list[float], spans: list[tuple[float, float, float, float]], t: float) -> int:
@@ -1055,6 +1092,199 @@ def _copy_rec(r: _Rec) -> _Rec:
     for k in _Rec.__slots__:
         setattr(out, k, getattr(r, k))
     return out
+
+
+class Inexact(Exception):
+    """The core's sums (:class:`CoreFold`) would differ from the Python fold's: the caller
+    folds in Python (:class:`UsageFold`) instead; the message says why."""
+
+
+def _price_arg(v: Any) -> Any:
+    """A price of the snapshot as the core takes it: None, a float or ``(base, [(above,
+    price)])`` (``prices._price_at``'s input, its floats as it makes them)."""
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return (float(v["base"]), [(t["above"], float(t["price"])) for t in v.get("tiers", [])])
+    return float(v)
+
+
+def _acc_of(t: Sequence[Any], endings: Sequence[int] | None = None) -> _Acc:
+    """A total from the core's tuple (``_native._UsageMerge.group``)."""
+    a = _Acc()
+    (
+        a.inputTokens,
+        a.outputTokens,
+        a.cachedTokens,
+        a.reported,
+        a.estimated,
+        a.readings,
+        a.n_reported,
+        a.n_estimated,
+        a.n_free,
+        parts,
+        unpriced,
+    ) = t
+    a.parts = {key: v for (_, key), v in zip(_PARTS, parts, strict=True) if v is not None}
+    a.unpriced = set(unpriced)
+    if endings is not None:
+        a.endings = dict(zip(ENDINGS, endings, strict=True))
+    return a
+
+
+class CoreFold:
+    """:class:`UsageFold`'s :meth:`~UsageFold.merge`, :meth:`~UsageFold.totals`,
+    :meth:`~UsageFold.rows` and :meth:`~UsageFold.active_block`, the same values, with the
+    fold across streams in the core (``native._UsageMerge``, rust/usage_merge.rs): the
+    thread counters, the session-file messages deduplicated across files, each reading's
+    estimate (from the prices this snapshot resolves per model: one price table) and the sums,
+    per session, model, project and quarter hour, without a Python object per reading.
+    Python names each quarter hour's day, week and month in the zone (checked at its first
+    and last second), and its 5-hour block. Where the core's sums could differ (a float
+    count, a count beyond 128 bits, reported costs with blocks, a zone whose offset changes
+    inside a quarter hour) the results raise :class:`Inexact`: fold in Python then.
+
+    Streams come as the core's summaries (``_usage_fold_files(..., handles=True)``), their
+    tuple form (the report's cache) or events (:meth:`start_stream`, :meth:`add`)."""
+
+    def __init__(
+        self,
+        native: Any,
+        *,
+        prices: _prices.Snapshot | None = None,
+        estimate: bool = True,
+        tz: tzinfo | None = None,
+        by: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        active: bool = False,
+    ) -> None:
+        for dim in by:
+            if dim not in DIMENSIONS:
+                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
+        for d in (since, until):
+            if d is not None:
+                date.fromisoformat(d)
+        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
+        self.prices = snap
+        self.tz = _zone(tz)
+        self.by = tuple(by)
+        self.since = since
+        self.until = until
+        self.active = active
+        self._merge = native._UsageMerge(self._resolve if snap is not None else None)
+        self._stream: _Stream | None = None
+        self._done: tuple[Any, ...] | None = None
+        self._inexact: str | None = None
+
+    def _resolve(self, model: str) -> list[tuple[Any, ...]] | None:
+        assert self.prices is not None
+        mp = self.prices.lookup(model)
+        if mp is None:
+            return None
+        return [
+            (p.get("since"), *(_price_arg(p.get(k)) for k in _prices.PRICE_KEYS)) for p in mp.prices
+        ]
+
+    # -- streams ---------------------------------------------------------------------------
+    def start_stream(self, project: str | None = None) -> None:
+        if self._stream is not None:
+            self.end_stream()
+        self._stream = _Stream(project)
+
+    def add(self, ev: dict[str, Any]) -> None:
+        if self._stream is None:
+            self.start_stream()
+        assert self._stream is not None
+        self._stream.add(ev)
+
+    def end_stream(self) -> None:
+        if self._stream is None:
+            return
+        summary = self._stream.summary()
+        self._stream = None
+        try:
+            self._merge.merge(summary.as_tuple())
+        except (ValueError, OverflowError):  # a count beyond 128 bits, a dialect the core lacks
+            self._inexact = "a stream the core's merge does not take"
+
+    def merge(self, s: Any) -> None:
+        """One stream's summary: a :class:`StreamSummary`, the core's or their tuple form
+        (``ValueError`` when it is not one: nothing is merged)."""
+        if self._stream is not None:
+            self.end_stream()
+        self._merge.merge(s.as_tuple() if isinstance(s, StreamSummary) else s)
+
+    # -- results ---------------------------------------------------------------------------
+    def _final(self) -> tuple[Any, ...]:
+        if self._done is not None:
+            return self._done
+        self.end_stream()
+        if self._inexact is not None:
+            raise Inexact(self._inexact)
+        m = self._merge
+        times = m.times()
+        tz, since, until = self.tz, self.since, self.until
+        labels: list[list[Any]] = []
+        for lo, hi in times:
+            a = datetime.fromtimestamp(lo, tz)
+            b = datetime.fromtimestamp(hi, tz)
+            if a.utcoffset() != b.utcoffset() or a.date() != b.date():
+                raise Inexact("the zone's offset changes inside a quarter hour")
+            day = a.date().isoformat()
+            y, w, _ = a.isocalendar()
+            inside = (since is None or day >= since) and (until is None or day <= until)
+            labels.append([day, f"{y:04d}-W{w:02d}", day[:7], inside, None, False])
+        spans: list[tuple[float, float, float, float]] = []
+        ends: dict[str, str | None] = {_UNKNOWN: None}
+        if "block" in self.by or self.active:
+            spans = blocks(
+                float(x)
+                for (lo, hi), lab in zip(times, labels, strict=True)
+                if lab[3]
+                for x in (lo, hi)
+            )
+            starts = [b[0] for b in spans]
+            for (lo, _), lab in zip(times, labels, strict=True):
+                if lab[3]:
+                    span = spans[_block_of(starts, spans, float(lo))]
+                    lab[4] = iso_utc(span[0])
+                    ends[lab[4]] = iso_utc(span[1])
+                    lab[5] = span is spans[-1] and span[0] <= lo < span[1]
+        none = [_UNKNOWN, _UNKNOWN, _UNKNOWN, since is None and until is None, None, False]
+        g = m.group([tuple(x) for x in labels], tuple(none), list(self.by), True, self.active)
+        if m.inexact is not None:
+            raise Inexact(m.inexact)
+        total = _acc_of(g["total"], g["endings"])
+        models = {name: _acc_of(t) for name, t in g["models"]}
+        sessions: dict[str, _Acc] = {}
+        dialects: dict[str, str] = {}
+        for name, t, endings, dialect in g["sessions"]:
+            sessions[name] = _acc_of(t, endings)
+            if dialect is not None:
+                dialects[name] = dialect
+        days = {day: _acc_of(t) for day, t in g["days"]}
+        groups = {tuple(key): _acc_of(t) for key, t in g["rows"]}
+        active = _acc_of(g["active"]) if g["active"] is not None else None
+        self._done = (total, models, sessions, days, dialects, groups, ends, spans, active)
+        return self._done
+
+    def totals(self, *, by_day: bool = False) -> dict[str, Any]:
+        """As :meth:`UsageFold.totals` (:class:`Inexact` where the core's could differ)."""
+        total, models, sessions, days, dialects = self._final()[:5]
+        return _totals(total, models, sessions, days, dialects, by_day)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """As :meth:`UsageFold.rows`."""
+        _, _, sessions, _, _, groups, ends, _, _ = self._final()
+        return _rows(self.by, sessions, groups, ends)
+
+    def active_block(self, now: float) -> dict[str, Any] | None:
+        """As :meth:`UsageFold.active_block` (with ``active=True``)."""
+        spans, acc = self._final()[7:]
+        if not spans or acc is None:
+            return None
+        return _active(spans[-1], acc, now)
 
 
 def usage_totals(

@@ -3,10 +3,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::event::Num;
+use crate::usage_merge::{Acc, Label, Merge, ModelPrice, Period, Price, ENDINGS};
 use std::sync::Mutex;
 
 use crate::usage::{
@@ -86,7 +87,8 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyTuple>> {
 /// fold must read it (it could not be read, or it has what only that fold reads right: the
 /// caller reads it again, which gives the same error or the same totals).
 #[pyfunction]
-#[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None))]
+#[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None, handles = false))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn _usage_fold_files<'py>(
     py: Python<'py>,
     files: Vec<(String, Option<String>)>,
@@ -95,6 +97,7 @@ pub(crate) fn _usage_fold_files<'py>(
     max_depth: i64,
     max_nodes: i64,
     jobs: Option<usize>,
+    handles: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let dialect = super::dialect_arg(dialect)?;
     let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
@@ -119,9 +122,13 @@ pub(crate) fn _usage_fold_files<'py>(
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
     let out = PyList::empty(py);
-    for r in &results {
+    for r in results {
         match r {
-            Some(s) => out.append((summary(py, s)?, s.known, s.unknown))?,
+            Some(s) if handles => {
+                let (known, unknown) = (s.known, s.unknown);
+                out.append((Py::new(py, StreamSummary { inner: s })?, known, unknown))?;
+            }
+            Some(s) => out.append((summary(py, &s)?, s.known, s.unknown))?,
             None => out.append(py.None())?,
         }
     }
@@ -532,4 +539,273 @@ pub(crate) fn _usage_fold_limits<'py>(
         }
     }
     Ok(out)
+}
+
+/// One stream's summary kept in the core (`_usage_fold_files(..., handles=True)`): merged
+/// by [`UsageMerge`] without a Python object per reading; `as_tuple()` for the cache.
+#[pyclass(module = "checkfu_fast._native", name = "_StreamSummary", frozen)]
+pub(crate) struct StreamSummary {
+    inner: Summary,
+}
+
+#[pymethods]
+impl StreamSummary {
+    /// `usage.StreamSummary.as_tuple()`'s form.
+    fn as_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        summary(py, &self.inner)
+    }
+}
+
+/// A dialect's name as the merge keeps it (the core's names, and `unknown`).
+fn merge_dialect(o: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    let name: String = o.extract()?;
+    if name == "unknown" {
+        return Ok("unknown");
+    }
+    crate::usage::dialect_name(&name).ok_or_else(|| bad("a dialect"))
+}
+
+/// A summary from its tuple form (`usage.StreamSummary.as_tuple()`, or the lists a JSON cache
+/// gives back): ValueError when it is not one, OverflowError for a count beyond `i128`.
+fn summary_of(o: &Bound<'_, PyAny>) -> PyResult<Summary> {
+    let s = items(o, Some(7))?;
+    let mut out = Summary::default();
+    for c in items(at(&s, 0)?, None)? {
+        let c = items(&c, Some(5))?;
+        out.counters.push((
+            at(&c, 0)?.extract()?,
+            merge_dialect(at(&c, 1)?)?,
+            rec_of(at(&c, 2)?)?,
+            opt_str(at(&c, 3)?)?,
+            at(&c, 4)?.extract()?,
+        ));
+    }
+    for x in items(at(&s, 1)?, None)? {
+        let x = items(&x, Some(3))?;
+        out.readings.push((
+            at(&x, 0)?.extract()?,
+            merge_dialect(at(&x, 1)?)?,
+            rec_of(at(&x, 2)?)?,
+        ));
+    }
+    for f in items(at(&s, 2)?, None)? {
+        let f = items(&f, Some(5))?;
+        out.files.push((
+            at(&f, 0)?.extract()?,
+            rec_of(at(&f, 1)?)?,
+            opt_str(at(&f, 2)?)?,
+            merge_dialect(at(&f, 3)?)?,
+            at(&f, 4)?.extract()?,
+        ));
+    }
+    let ending: String = at(&s, 3)?.extract()?;
+    out.ending = ENDINGS
+        .iter()
+        .find(|e| **e == ending)
+        .copied()
+        .ok_or_else(|| bad("an ending"))?;
+    out.session = at(&s, 4)?.extract()?;
+    out.dialect = at(&s, 5)?.extract()?;
+    out.had_usage = at(&s, 6)?.extract()?;
+    Ok(out)
+}
+
+/// A price (`prices._price_at`'s input): a number or `(base, [(above, price), ...])`.
+fn price_of(o: &Bound<'_, PyAny>) -> PyResult<Option<Price>> {
+    if o.is_none() {
+        return Ok(None);
+    }
+    if let Ok(base) = o.extract::<f64>() {
+        return Ok(Some(Price {
+            base,
+            tiers: Vec::new(),
+        }));
+    }
+    let (base, tiers): (f64, Vec<(Bound<'_, PyAny>, f64)>) = o.extract()?;
+    let mut out = Vec::new();
+    for (above, price) in tiers {
+        match num_of(&above)? {
+            Some(a) => out.push((a, price)),
+            None => return Err(PyValueError::new_err("a tier's 'above' is a number")),
+        }
+    }
+    Ok(Some(Price { base, tiers: out }))
+}
+
+/// The fold across streams (`crate::usage_merge`): `UsageFold.merge` and the sums in the core.
+#[pyclass(module = "checkfu_fast._native", name = "_UsageMerge")]
+pub(crate) struct UsageMerge {
+    merge: Merge,
+    resolve: Option<Py<PyAny>>,
+}
+
+fn acc_tuple<'py>(
+    py: Python<'py>,
+    m: &Merge,
+    (a, reported): &(Acc, Num),
+) -> PyResult<Bound<'py, PyTuple>> {
+    let unpriced: Vec<&str> = a.unpriced.iter().map(|i| m.model_name(*i)).collect();
+    PyTuple::new(
+        py,
+        [
+            a.input.into_bound_py_any(py)?,
+            a.output.into_bound_py_any(py)?,
+            a.cached.into_bound_py_any(py)?,
+            num(py, Some(*reported))?,
+            a.estimated.into_bound_py_any(py)?,
+            a.readings.into_bound_py_any(py)?,
+            a.n_reported.into_bound_py_any(py)?,
+            a.n_estimated.into_bound_py_any(py)?,
+            a.n_free.into_bound_py_any(py)?,
+            a.parts.to_vec().into_bound_py_any(py)?,
+            unpriced.into_bound_py_any(py)?,
+        ],
+    )
+}
+
+#[pymethods]
+impl UsageMerge {
+    /// `resolve(model)`: the model's price periods, `[(since, input, output, cacheRead,
+    /// cacheWrite, cacheWrite1h)]` (each price None, a number or `(base, [(above, price)])`),
+    /// or None when it has none; None for `resolve`: no estimates.
+    #[new]
+    #[pyo3(signature = (resolve = None))]
+    fn new(resolve: Option<Py<PyAny>>) -> Self {
+        UsageMerge {
+            merge: Merge::new(resolve.is_some()),
+            resolve,
+        }
+    }
+
+    /// One stream's summary: a `_StreamSummary`, or the tuple form (ValueError when it is not
+    /// one, OverflowError for a count beyond 128 bits; nothing is merged then).
+    fn merge(&mut self, py: Python<'_>, summary: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(h) = summary.cast::<StreamSummary>() {
+            let h = h.get();
+            self.resolve_models(py, &h.inner)?;
+            self.merge.merge(&h.inner);
+            return Ok(());
+        }
+        let s = summary_of(summary)?;
+        self.resolve_models(py, &s)?;
+        self.merge.merge(&s);
+        Ok(())
+    }
+
+    /// Why the sums would differ from the Python fold's, else None.
+    #[getter]
+    fn inexact(&self) -> Option<&'static str> {
+        self.merge.inexact
+    }
+
+    /// The time buckets, after the session-file messages are counted: `(first second, last
+    /// second)` each, the order `group`'s labels follow.
+    fn times(&mut self) -> Vec<(i64, i64)> {
+        self.merge.finish();
+        self.merge.times.iter().map(|t| (t.1, t.2)).collect()
+    }
+
+    /// The totals: `labels[i]` (`(day, week, month, inside, block, active)`) of `times()[i]`,
+    /// `none` for readings without a local time. A dict: `total`, `endings`, `models`,
+    /// `sessions` (`(name, acc, endings, dialect)`), `days`, `rows` (`(key, acc)`), `active`;
+    /// an acc is `(inputTokens, outputTokens, cachedTokens, reported, estimated (pico-USD),
+    /// readings, n_reported, n_estimated, n_free, [reasoning, cacheWrite, cacheWrite1h],
+    /// unpriced models)`.
+    #[allow(clippy::type_complexity)]
+    fn group<'py>(
+        &mut self,
+        py: Python<'py>,
+        labels: Vec<(String, String, String, bool, Option<String>, bool)>,
+        none: (String, String, String, bool, Option<String>, bool),
+        by: Vec<String>,
+        by_day: bool,
+        active: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let label = |l: (String, String, String, bool, Option<String>, bool)| Label {
+            day: l.0,
+            week: l.1,
+            month: l.2,
+            inside: l.3,
+            block: l.4,
+            active: l.5,
+        };
+        let labels: Vec<Label> = labels.into_iter().map(label).collect();
+        let none = label(none);
+        let g = self.merge.group(&labels, &none, &by, by_day, active);
+        let m = &self.merge;
+        let out = PyDict::new(py);
+        out.set_item("total", acc_tuple(py, m, &g.total)?)?;
+        out.set_item("endings", m.endings().to_vec())?;
+        let models = PyList::empty(py);
+        for (id, a) in &g.models {
+            models.append((m.model_name(*id), acc_tuple(py, m, a)?))?;
+        }
+        out.set_item("models", models)?;
+        let sessions = PyList::empty(py);
+        for (id, a) in &g.sessions {
+            let name = m.session_name(*id);
+            sessions.append((
+                name,
+                acc_tuple(py, m, a)?,
+                m.session_endings(*id).to_vec(),
+                m.dialect_of(name),
+            ))?;
+        }
+        out.set_item("sessions", sessions)?;
+        let days = PyList::empty(py);
+        for (d, a) in &g.days {
+            days.append((d.as_str(), acc_tuple(py, m, a)?))?;
+        }
+        out.set_item("days", days)?;
+        let rows = PyList::empty(py);
+        for (k, a) in &g.rows {
+            rows.append((PyTuple::new(py, k)?, acc_tuple(py, m, a)?))?;
+        }
+        out.set_item("rows", rows)?;
+        match &g.active {
+            Some(a) => out.set_item("active", acc_tuple(py, m, a)?)?,
+            None => out.set_item("active", py.None())?,
+        }
+        Ok(out)
+    }
+}
+
+impl UsageMerge {
+    fn resolve_models(&mut self, py: Python<'_>, s: &Summary) -> PyResult<()> {
+        let Some(resolve) = &self.resolve else {
+            return Ok(());
+        };
+        let models: Vec<String> = self
+            .merge
+            .unresolved(s)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for model in models {
+            let got = resolve.bind(py).call1((model.as_str(),))?;
+            let price = if got.is_none() {
+                None
+            } else {
+                let mut periods = Vec::new();
+                for p in got.try_iter()? {
+                    let p: Vec<Bound<'_, PyAny>> = p?.extract()?;
+                    let [since, a, b, c, d, e] = <[Bound<'_, PyAny>; 6]>::try_from(p)
+                        .map_err(|_| PyValueError::new_err("a price period has 6 items"))?;
+                    periods.push(Period {
+                        since: since.extract()?,
+                        prices: [
+                            price_of(&a)?,
+                            price_of(&b)?,
+                            price_of(&c)?,
+                            price_of(&d)?,
+                            price_of(&e)?,
+                        ],
+                    });
+                }
+                Some(ModelPrice { periods })
+            };
+            self.merge.set_price(&model, price);
+        }
+        Ok(())
+    }
 }
