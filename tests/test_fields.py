@@ -423,6 +423,42 @@ def test_cli_parquet_jobs_and_progress(tmp_path: Path) -> None:
     assert table.num_rows == n
 
 
+def test_cli_parquet_row_groups_gather_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--format parquet writes row groups of ROW_GROUP_BYTES of Arrow data, not one per read
+    (the writer keeps every row group's metadata until the file closes): six small files are
+    one row group; with a 1-byte cap, every read's batches are a row group, same rows."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from checkfu_fast import cli as cli_module
+
+    paths = [str(p) for p in GOLDEN[:6]]
+    one, many = tmp_path / "1.parquet", tmp_path / "2.parquet"
+    assert cli_module.main(["normalize", "--format", "parquet", "-o", str(one), *paths]) == 0
+    monkeypatch.setattr(cli_module, "ROW_GROUP_BYTES", 1)
+    args = ["normalize", "--format", "parquet", "--jobs", "2", "-o", str(many), *paths]
+    assert cli_module.main(args) == 0
+    assert pq.ParquetFile(one).metadata.num_row_groups == 1
+    assert pq.ParquetFile(many).metadata.num_row_groups >= len(paths)
+    assert pq.read_table(one).equals(pq.read_table(many))
+
+
+def test_cli_parquet_does_not_import_pandas(tmp_path: Path) -> None:
+    """The source column is built from its buffers: pa.array/pa.scalar on Python strings import
+    pandas when it is installed (~50 MiB of resident memory in the command)."""
+    pytest.importorskip("pyarrow.parquet")
+    pytest.importorskip("pandas", reason="pandas is not installed: nothing could import it")
+    out = str(tmp_path / "o.parquet")
+    code = (
+        "import sys\nfrom checkfu_fast import cli\n"
+        f"rc = cli.main(['normalize', '--format', 'parquet', '-o', {out!r}, {str(GOLDEN[0])!r}])\n"
+        "print('pandas' in sys.modules)\nsys.exit(rc)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == b"False"
+
+
 # --- usage totals over columns -----------------------------------------------------------
 
 SESSION_FILES = sorted((ROOT / "docs").glob("examples-sessions/**/*.jsonl")) + sorted(

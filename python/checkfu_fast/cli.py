@@ -159,6 +159,20 @@ def _stream(
     out.flush()
 
 
+#: Bytes of output that ``--jobs N`` lets wait, all files together, to be written in input
+#: order (``ordered``): a worker ahead of the file being written waits once this is full, so
+#: memory does not grow with N (JSONL: about 4 MiB per 1 MiB read with every field).
+WINDOW_BYTES = 16 << 20
+
+
+def _cost(item: tuple[int, Any]) -> int:
+    """An item's bytes in the window: JSONL bytes, or the buffers of a list of Arrow batches."""
+    data = item[1]
+    if isinstance(data, bytes):
+        return len(data)
+    return sum(b.get_total_buffer_size() for b in data)
+
+
 #: A file larger than this is cut into ranges normalized in parallel when there are more
 #: threads than files (``normalize_files``' rule, rust/split.rs).
 SPLIT_MIN = 12 << 20
@@ -168,11 +182,11 @@ def _parallel(
     args: argparse.Namespace, files: list[str], out: BinaryIO, many: bool, progress: Progress
 ) -> int:
     """``--jobs N``: files normalized N at a time on worker threads (the core releases the
-    GIL), each read in 1 MiB chunks whose JSONL waits in a small queue (``ordered``), written in
-    input order: the same bytes as one at a time, memory bounded by the window of chunks, not
-    by the files' sizes. With more threads than files, a file over 12 MiB is cut at newlines
-    into ranges done in parallel by the core (rust/split.rs) into a temporary file that is then
-    copied out in chunks."""
+    GIL), each read in 1 MiB chunks whose JSONL waits in a window of :data:`WINDOW_BYTES`
+    (``ordered``), written in input order: the same bytes as one at a time, memory bounded by
+    the window, not by the files' sizes or N. With more threads than files, a file over 12 MiB
+    is cut at newlines into ranges done in parallel by the core (rust/split.rs) into a
+    temporary file that is then copied out in chunks."""
     import tempfile
 
     from . import _fields, _files
@@ -209,7 +223,7 @@ def _parallel(
 
     status = 0
     done: str | None = None
-    for name, item in ordered(files, args.jobs, produce):
+    for name, item in ordered(files, args.jobs, produce, budget=WINDOW_BYTES, cost=_cost):
         if done is not None and done != name:
             progress.file_done(done)
         done = name
@@ -220,13 +234,31 @@ def _parallel(
         if isinstance(item, BaseException):
             raise item
         read, data = item
+        del item
         progress.read(read)
         if data:
             out.write(data)
             out.flush()
+        del data  # freed before the next item comes
     if done is not None:
         progress.file_done(done)
     return status
+
+
+def _no_huge_pages() -> None:
+    """No transparent huge pages for this process (Linux ``prctl(PR_SET_THP_DISABLE)``, what
+    mimalloc's ``MIMALLOC_ALLOW_THP=0`` does; kept by child processes, and ``normalize`` starts
+    none). The core's allocator asks for huge pages on its arenas: a 2 MiB page is resident
+    once one byte of it is touched, and freed memory goes back to the system only in 2 MiB
+    runs; ``normalize --jobs 2 --format parquet`` peaked ~30 MiB higher with them, no faster."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0)  # PR_SET_THP_DISABLE
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl: nothing to do
+        pass
 
 
 def _quiet_stdout() -> None:
@@ -241,6 +273,12 @@ def _quiet_stdout() -> None:
 #: Bytes a ``--format parquet`` worker reads per step (its memory is about this chunk's
 #: events, as Arrow batches waiting to be written).
 PARQUET_CHUNK = 2 << 20
+#: Arrow bytes gathered into one Parquet row group. The writer keeps every row group's
+#: metadata until the file is closed (~0.1 MiB each, then the footer), so row groups of one
+#: 2 MiB read each (~1,000 events) made memory grow with the output: 600 of them held
+#: ~70 MiB by the end of a 1.2 GB input. At 32 MiB a GiB of input (all fields, ~4.3x as
+#: Arrow) is ~140 row groups; the gathered batches are the other half of the cost.
+ROW_GROUP_BYTES = 32 << 20
 
 
 def _parquet(args: argparse.Namespace) -> int:
@@ -258,7 +296,7 @@ def _parquet(args: argparse.Namespace) -> int:
         import pyarrow.parquet as pq
     except ImportError:
         return _complain("--format parquet needs pyarrow: pip install 'checkfu-fast[arrow]'")
-    from .arrow import SOURCE, events_schema
+    from .arrow import SOURCE, events_schema, source_column
     from .ordered import ordered
 
     for d in empty_dirs(args.files):
@@ -269,36 +307,68 @@ def _parquet(args: argparse.Namespace) -> int:
             return _unreadable(name, FileNotFoundError(2, os.strerror(2), name))
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
 
+    schema = events_schema(args.fields).append(pa.field(SOURCE, pa.large_string(), False))
+
+    def tagged(name: str, events: Any) -> list[Any]:
+        """The chunk's batches with their ``source`` column, made on the worker thread."""
+        return [
+            pa.RecordBatch.from_arrays(
+                [*batch.columns, source_column(pa, name, batch.num_rows)], schema=schema
+            )
+            for batch in pa.RecordBatchReader.from_stream(events)
+        ]
+
     def produce(name: str, put: Callable[[tuple[int, Any]], None]) -> None:
         n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
                        max_nodes=budgets[2], fields=args.fields)  # fmt: skip
         with open_input(name) as f:
             while chunk := f.read(PARQUET_CHUNK):
-                put((len(chunk), n.feed_arrow(chunk)))
-        put((0, n.finish_arrow()))
+                put((len(chunk), tagged(name, n.feed_arrow(chunk))))
+        put((0, tagged(name, n.finish_arrow())))
 
-    schema = events_schema(args.fields).append(pa.field(SOURCE, pa.large_string(), False))
-    rows = 0
+    rows = size = 0
+    group: list[Any] = []  # the batches of the row group being gathered, ``size`` bytes
+
+    def write_group() -> int:
+        """The batches gathered so far as one row group; their rows."""
+        nonlocal size
+        if not group:
+            return 0
+        table = pa.Table.from_batches(group, schema)
+        group.clear()
+        size = 0
+        if table.num_rows:
+            writer.write_table(table, row_group_size=table.num_rows)
+        return int(table.num_rows)
+
     progress = Progress(files, wanted(args.progress))
     done: str | None = None
     refuse_aliases(files, [args.output])
     try:
         # a temporary file renamed onto OUT when complete (removed on failure or Ctrl-C)
-        with atomic_output(args.output) as tmp, pq.ParquetWriter(tmp, schema) as writer:
-            for name, item in ordered(files, args.jobs, produce, depth=2):
+        # the system allocator for the writer's buffers: pyarrow's default pool (mimalloc or
+        # jemalloc) keeps what it freed, ~30 MiB more at the peak for nothing faster
+        pool = pa.system_memory_pool()
+        with (
+            atomic_output(args.output) as tmp,
+            pq.ParquetWriter(tmp, schema, memory_pool=pool) as writer,
+        ):
+            window = ordered(files, args.jobs, produce, budget=WINDOW_BYTES, cost=_cost)
+            for name, item in window:
                 if done is not None and done != name:
                     progress.file_done(done)
                 done = name
                 if isinstance(item, BaseException):
                     raise item
-                read, events = item
+                read, batches = item
+                del item
                 progress.read(read)
-                for batch in pa.RecordBatchReader.from_stream(events):
-                    source = pa.array([name] * batch.num_rows, type=pa.large_string())
-                    writer.write_batch(
-                        pa.RecordBatch.from_arrays([*batch.columns, source], schema=schema)
-                    )
-                    rows += batch.num_rows
+                group.extend(batches)
+                size += _cost((0, batches))
+                del batches
+                if size >= ROW_GROUP_BYTES:
+                    rows += write_group()
+            rows += write_group()
             if done is not None:
                 progress.file_done(done)
     finally:
@@ -850,6 +920,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _warning
     try:
         args = build_parser().parse_args(argv)
+        if argv is None and args.command == "normalize":  # the process is this command
+            _no_huge_pages()
         if sys.stdout is None and not (args.command == "normalize" and args.output):
             return _complain("standard output is closed (give -o FILE or redirect it)")
         status = COMMANDS[args.command](args)

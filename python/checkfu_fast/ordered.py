@@ -1,11 +1,16 @@
 """Files worked on in parallel, their results read in input order, memory bounded by a window.
 
-``ordered(paths, jobs, produce)`` runs ``produce(path, put)`` on ``jobs`` threads, at most
-``jobs`` files at a time, and yields ``(path, item)`` for every item a producer ``put``, file
-after file in input order and each file's items in their order. A producer blocks once
-``depth`` of its items wait to be read, so memory holds at most ``jobs * depth`` items (of the
-window of files being read), never a whole file's output. The producers call into the core,
-which releases the GIL, so the threads run on every core.
+``ordered(paths, jobs, produce, budget=B, cost=f)`` runs ``produce(path, put)`` on ``jobs``
+threads, at most ``jobs`` files at a time, and yields ``(path, item)`` for every item a producer
+``put``, file after file in input order and each file's items in their order. The items waiting
+to be read are bounded in bytes, not in number: ``cost(item)`` is an item's size, and a
+producer's ``put`` blocks while the items waiting (of every file in the window) would exceed
+``budget`` bytes. The one exception keeps the output moving: the file being read may always
+hand over an item when none of its own is waiting. So at most ``budget`` bytes plus one item
+wait, whatever ``jobs`` and the files' sizes, never a whole file's output (besides the item
+each producer is building). Without ``budget``, at most ``depth`` items per file wait.
+
+The producers call into the core, which releases the GIL, so the threads run on every core.
 
 A producer's exception is yielded as the item of its file (after the items it put before it)
 and ends that file; the other files go on. Closing the generator (an error or Ctrl-C in the
@@ -14,15 +19,15 @@ consumer) stops the producers at their next ``put`` and waits for them: no threa
 
 from __future__ import annotations
 
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Items a file may have waiting before its producer blocks.
+#: Items a file may have waiting before its producer blocks (without a byte ``budget``).
 DEPTH = 4
 
 _END = object()
@@ -32,38 +37,81 @@ class _Stopped(Exception):
     """The consumer went away: the producer stops."""
 
 
+class _Window:
+    """The items waiting, per file, and their bytes; one lock and condition for all."""
+
+    def __init__(self, depth: int, budget: int | None, cost: Callable[[Any], int]) -> None:
+        self.cond = threading.Condition()
+        self.queues: dict[int, deque[tuple[Any, int]]] = {}
+        self.depth, self.budget, self.cost = max(1, depth), budget, cost
+        self.waiting = 0  # bytes of the items waiting in every queue
+        self.head = 0  # the file being read
+        self.stopped = False
+
+    def put(self, i: int, item: Any, final: bool = False) -> None:
+        size = 0 if final or isinstance(item, BaseException) else max(0, self.cost(item))
+        with self.cond:
+            q = self.queues.get(i)
+            if q is None:  # the consumer is done with this file (it ended on an exception)
+                return
+            while True:
+                if self.stopped:
+                    raise _Stopped
+                if final or (i == self.head and not q):
+                    break
+                if self.budget is None:
+                    if len(q) < self.depth:
+                        break
+                elif self.waiting + size <= self.budget:
+                    break
+                self.cond.wait()
+            q.append((item, size))
+            self.waiting += size
+            self.cond.notify_all()
+
+    def get(self, i: int) -> Any:
+        with self.cond:
+            if self.head != i:  # a producer waiting for its turn may hand over an item now
+                self.head = i
+                self.cond.notify_all()
+            q = self.queues[i]
+            while not q:
+                self.cond.wait()
+            item, size = q.popleft()
+            self.waiting -= size
+            self.cond.notify_all()
+            return item
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+
 def ordered(
     paths: Sequence[str],
     jobs: int,
     produce: Callable[[str, Callable[[T], None]], None],
     depth: int = DEPTH,
+    *,
+    budget: int | None = None,
+    cost: Callable[[T], int] = len,  # type: ignore[assignment]
 ) -> Iterator[tuple[str, T | BaseException]]:
     """See the module doc."""
-    stop = threading.Event()
-    queues: dict[int, queue.Queue[Any]] = {}
+    window = _Window(depth, budget, cost)
 
-    def put_into(q: queue.Queue[Any], item: Any) -> None:
-        while True:
-            if stop.is_set():
-                raise _Stopped
-            try:
-                q.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                continue
-
-    def run(i: int, q: queue.Queue[Any]) -> None:
+    def run(i: int) -> None:
         try:
-            produce(paths[i], lambda item: put_into(q, item))
+            produce(paths[i], lambda item: window.put(i, item))
         except _Stopped:
             return
         except BaseException as exc:  # handed to the consumer, in order
             try:
-                put_into(q, exc)
+                window.put(i, exc)
             except _Stopped:
                 return
         try:
-            put_into(q, _END)
+            window.put(i, _END, final=True)
         except _Stopped:
             return
 
@@ -74,22 +122,24 @@ def ordered(
         def start_until(k: int) -> None:
             nonlocal started
             while started < min(k, len(paths)):
-                q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
-                queues[started] = q
-                pool.submit(run, started, q)
+                with window.cond:
+                    window.queues[started] = deque()
+                pool.submit(run, started)
                 started += 1
 
         try:
             start_until(jobs)
             for i, path in enumerate(paths):
-                q = queues.pop(i)
                 while True:
-                    item = q.get()
-                    if item is _END:
+                    box = [window.get(i)]
+                    if box[0] is _END:
                         break
-                    yield path, item
-                    if isinstance(item, BaseException):
+                    failed = isinstance(box[0], BaseException)
+                    yield path, box.pop()  # no reference kept here while the consumer works
+                    if failed:
                         break
+                with window.cond:
+                    del window.queues[i]
                 start_until(i + 1 + jobs)
         finally:
-            stop.set()
+            window.stop()

@@ -200,7 +200,12 @@ pub fn step(
     let mut sink = ArrowSink::new(batch_rows, sel);
     sink.cancel = cancel;
     match chunk {
-        Some(c) => sink::feed(engine, seq, c, &mut sink)?,
+        Some(c) => {
+            // `raw` and `parsed` sized for the chunk at once: grown by doubling instead, each
+            // call left a trail of freed buffers of every size behind it (peak RSS)
+            sink.expect(c.len());
+            sink::feed(engine, seq, c, &mut sink)?
+        }
         None => sink::finish(engine, seq, &mut sink)?,
     }
     let schema = sink.schema();
