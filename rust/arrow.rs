@@ -10,13 +10,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, LargeStringBuilder, TimestampMicrosecondBuilder,
-    UInt64Builder,
-};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, BooleanArray, LargeStringArray, PrimitiveArray, RecordBatch};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef, TimeUnit};
 
 use crate::budget::OutOfMemory;
@@ -64,58 +61,259 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// A column's builder.
+/// A bitmap (validity, or a boolean column's values), grown with `try_reserve`.
+#[derive(Default)]
+struct Bits {
+    bytes: Vec<u8>,
+    len: usize,
+    /// bits pushed unset
+    unset: usize,
+}
+
+impl Bits {
+    fn with_capacity(n: usize) -> Result<Bits, OutOfMemory> {
+        let mut bytes = Vec::new();
+        OutOfMemory::reserve(&mut bytes, n.div_ceil(8))?;
+        Ok(Bits {
+            bytes,
+            len: 0,
+            unset: 0,
+        })
+    }
+
+    /// `n` more bits of value `v`.
+    fn push_n(&mut self, v: bool, n: usize) -> Result<(), OutOfMemory> {
+        let len = self.len.saturating_add(n);
+        let need = len.div_ceil(8);
+        if need > self.bytes.len() {
+            let more = need - self.bytes.len();
+            if self.bytes.capacity() - self.bytes.len() < more {
+                OutOfMemory::reserve(&mut self.bytes, more)?;
+            }
+            self.bytes.resize(need, 0);
+        }
+        if v {
+            for i in self.len..len {
+                if let Some(b) = self.bytes.get_mut(i / 8) {
+                    *b |= 1 << (i % 8);
+                }
+            }
+        } else {
+            self.unset += n;
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    #[inline]
+    fn push(&mut self, v: bool) -> Result<(), OutOfMemory> {
+        self.push_n(v, 1)
+    }
+
+    fn finish(&mut self) -> BooleanBuffer {
+        let bytes = std::mem::take(&mut self.bytes);
+        let len = std::mem::replace(&mut self.len, 0);
+        self.unset = 0;
+        BooleanBuffer::new(Buffer::from_vec(bytes), 0, len)
+    }
+
+    /// As a validity bitmap: `None` when every bit is set.
+    fn finish_nulls(&mut self) -> Option<NullBuffer> {
+        if self.unset == 0 {
+            *self = Bits::default();
+            return None;
+        }
+        Some(NullBuffer::new(self.finish()))
+    }
+}
+
+/// A column of fixed-size values (`T::default()` under a null).
+#[derive(Default)]
+struct Prim<T> {
+    values: Vec<T>,
+    valid: Bits,
+}
+
+impl<T: Copy + Default> Prim<T> {
+    fn with_capacity(n: usize) -> Result<Self, OutOfMemory> {
+        let mut values = Vec::new();
+        OutOfMemory::reserve(&mut values, n)?;
+        Ok(Prim {
+            values,
+            valid: Bits::with_capacity(n)?,
+        })
+    }
+
+    #[inline]
+    fn push(&mut self, v: Option<T>) -> Result<(), OutOfMemory> {
+        if self.values.len() == self.values.capacity() {
+            OutOfMemory::reserve(&mut self.values, 1)?;
+        }
+        self.values.push(v.unwrap_or_default());
+        self.valid.push(v.is_some())
+    }
+
+    fn nulls(&mut self, n: usize) -> Result<(), OutOfMemory> {
+        OutOfMemory::reserve(&mut self.values, n)?;
+        self.values
+            .resize(self.values.len().saturating_add(n), T::default());
+        self.valid.push_n(false, n)
+    }
+
+    /// The values and their validity, the column emptied.
+    fn take(&mut self) -> (Vec<T>, Option<NullBuffer>) {
+        let nulls = self.valid.finish_nulls();
+        (std::mem::take(&mut self.values), nulls)
+    }
+}
+
+/// A column of strings: offsets into the text of all cells.
+struct Strs {
+    offsets: Vec<i64>,
+    data: Vec<u8>,
+    valid: Bits,
+}
+
+impl Strs {
+    fn with_capacity(rows: usize, bytes: usize) -> Result<Strs, OutOfMemory> {
+        let mut offsets = Vec::new();
+        OutOfMemory::reserve(&mut offsets, rows.saturating_add(1))?;
+        offsets.push(0);
+        let mut data = Vec::new();
+        OutOfMemory::reserve(&mut data, bytes)?;
+        Ok(Strs {
+            offsets,
+            data,
+            valid: Bits::with_capacity(rows)?,
+        })
+    }
+
+    fn end(&self) -> i64 {
+        i64::try_from(self.data.len()).unwrap_or(i64::MAX)
+    }
+
+    #[inline]
+    fn push(&mut self, s: Option<&str>) -> Result<(), OutOfMemory> {
+        if let Some(s) = s {
+            if self.data.capacity() - self.data.len() < s.len() {
+                OutOfMemory::reserve(&mut self.data, s.len())?;
+            }
+            self.data.extend_from_slice(s.as_bytes());
+        }
+        if self.offsets.len() == self.offsets.capacity() {
+            OutOfMemory::reserve(&mut self.offsets, 1)?;
+        }
+        self.offsets.push(self.end());
+        self.valid.push(s.is_some())
+    }
+
+    fn nulls(&mut self, n: usize) -> Result<(), OutOfMemory> {
+        OutOfMemory::reserve(&mut self.offsets, n)?;
+        let end = self.end();
+        self.offsets
+            .resize(self.offsets.len().saturating_add(n), end);
+        self.valid.push_n(false, n)
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, Failure> {
+        let nulls = self.valid.finish_nulls();
+        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
+        let data = std::mem::take(&mut self.data);
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        Ok(Arc::new(LargeStringArray::try_new(
+            offsets,
+            Buffer::from_vec(data),
+            nulls,
+        )?))
+    }
+}
+
+/// A column being built. Every growth is `try_reserve` (the builders of `arrow-array` grow
+/// with Rust's infallible allocation, which aborts the process when it fails): a batch that
+/// does not fit is [`Failure::OutOfMemory`], Python's `MemoryError`.
 enum Col {
-    Str(LargeStringBuilder),
-    U64(UInt64Builder),
-    I64(Int64Builder),
-    F64(Float64Builder),
-    Bool(BooleanBuilder),
-    Time(TimestampMicrosecondBuilder),
+    Str(Strs),
+    U64(Prim<u64>),
+    I64(Prim<i64>),
+    F64(Prim<f64>),
+    Bool(Bits, Bits),
+    Time(Prim<i64>),
 }
 
 impl Col {
     fn new(dt: &DataType) -> Col {
         match dt {
-            DataType::UInt64 => Col::U64(UInt64Builder::new()),
-            DataType::Int64 => Col::I64(Int64Builder::new()),
-            DataType::Float64 => Col::F64(Float64Builder::new()),
-            DataType::Boolean => Col::Bool(BooleanBuilder::new()),
-            DataType::Timestamp(..) => {
-                Col::Time(TimestampMicrosecondBuilder::new().with_timezone(UTC))
-            }
-            _ => Col::Str(LargeStringBuilder::new()),
+            DataType::UInt64 => Col::U64(Prim::default()),
+            DataType::Int64 => Col::I64(Prim::default()),
+            DataType::Float64 => Col::F64(Prim::default()),
+            DataType::Boolean => Col::Bool(Bits::default(), Bits::default()),
+            DataType::Timestamp(..) => Col::Time(Prim::default()),
+            _ => Col::Str(Strs {
+                offsets: vec![0],
+                data: Vec::new(),
+                valid: Bits::default(),
+            }),
         }
     }
 
     /// `n` cells of an absent value: `false` in a non-null flag column, else null.
-    fn absent(&mut self, nullable: bool, n: usize) {
+    fn absent(&mut self, nullable: bool, n: usize) -> Result<(), OutOfMemory> {
         match self {
-            Col::Str(b) => b.append_nulls(n),
-            Col::U64(b) => b.append_nulls(n),
-            Col::I64(b) => b.append_nulls(n),
-            Col::F64(b) => b.append_nulls(n),
-            Col::Bool(b) if !nullable => b.append_n(n, false),
-            Col::Bool(b) => b.append_nulls(n),
-            Col::Time(b) => b.append_nulls(n),
+            Col::Str(b) => b.nulls(n),
+            Col::U64(b) => b.nulls(n),
+            Col::I64(b) | Col::Time(b) => b.nulls(n),
+            Col::F64(b) => b.nulls(n),
+            Col::Bool(values, valid) => {
+                values.push_n(false, n)?;
+                valid.push_n(!nullable, n)
+            }
         }
     }
 
-    fn str(&mut self, s: Option<&str>) {
-        if let Col::Str(b) = self {
-            b.append_option(s);
+    fn str(&mut self, s: Option<&str>) -> Result<(), OutOfMemory> {
+        match self {
+            Col::Str(b) => b.push(s),
+            _ => Ok(()),
         }
     }
 
-    fn finish(&mut self) -> ArrayRef {
+    fn bool(&mut self, v: bool) -> Result<(), OutOfMemory> {
         match self {
-            Col::Str(b) => Arc::new(b.finish()),
-            Col::U64(b) => Arc::new(b.finish()),
-            Col::I64(b) => Arc::new(b.finish()),
-            Col::F64(b) => Arc::new(b.finish()),
-            Col::Bool(b) => Arc::new(b.finish()),
-            Col::Time(b) => Arc::new(b.finish()),
+            Col::Bool(values, valid) => {
+                values.push(v)?;
+                valid.push(true)
+            }
+            _ => Ok(()),
         }
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef, Failure> {
+        Ok(match self {
+            Col::Str(b) => return b.finish(),
+            Col::U64(b) => {
+                let (v, n) = b.take();
+                Arc::new(PrimitiveArray::<UInt64Type>::try_new(v.into(), n)?)
+            }
+            Col::I64(b) => {
+                let (v, n) = b.take();
+                Arc::new(PrimitiveArray::<Int64Type>::try_new(v.into(), n)?)
+            }
+            Col::F64(b) => {
+                let (v, n) = b.take();
+                Arc::new(PrimitiveArray::<Float64Type>::try_new(v.into(), n)?)
+            }
+            Col::Time(b) => {
+                let (v, n) = b.take();
+                Arc::new(
+                    PrimitiveArray::<TimestampMicrosecondType>::try_new(v.into(), n)?
+                        .with_timezone(UTC),
+                )
+            }
+            Col::Bool(values, valid) => {
+                let nulls = valid.finish_nulls();
+                Arc::new(BooleanArray::new(values.finish(), nulls))
+            }
+        })
     }
 }
 
@@ -130,16 +328,16 @@ struct Column {
 impl Column {
     /// The builder, the pending absent cells appended first.
     #[inline]
-    fn get(&mut self) -> &mut Col {
+    fn get(&mut self) -> Result<&mut Col, OutOfMemory> {
         if self.pending > 0 {
-            self.b.absent(self.nullable, self.pending);
+            self.b.absent(self.nullable, self.pending)?;
             self.pending = 0;
         }
-        &mut self.b
+        Ok(&mut self.b)
     }
 
-    fn finish(&mut self) -> ArrayRef {
-        self.get().finish()
+    fn finish(&mut self) -> Result<ArrayRef, Failure> {
+        self.get()?.finish()
     }
 }
 
@@ -403,7 +601,10 @@ impl ArrowSink {
         if bytes > 0 && self.rows == 0 {
             for i in [self.raw_col, self.parsed_col].into_iter().flatten() {
                 if let Some(c) = self.cols.get_mut(i) {
-                    c.b = Col::Str(LargeStringBuilder::with_capacity(rows, bytes));
+                    // a guess: when it does not fit, the column grows as it goes
+                    if let Ok(b) = Strs::with_capacity(rows, bytes) {
+                        c.b = Col::Str(b);
+                    }
                 }
             }
         }
@@ -414,7 +615,11 @@ impl ArrowSink {
         if self.rows == 0 {
             return Ok(());
         }
-        let arrays = self.cols.iter_mut().map(Column::finish).collect();
+        let arrays = self
+            .cols
+            .iter_mut()
+            .map(Column::finish)
+            .collect::<Result<_, _>>()?;
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
@@ -443,25 +648,34 @@ struct RowWriter<'w, 'r> {
 }
 
 impl RowWriter<'_, '_> {
-    fn col(&mut self) -> Option<&mut Col> {
+    fn col(&mut self) -> Result<Option<&mut Col>, OutOfMemory> {
         let k = self.k;
         self.k += 1;
-        self.cols.get_mut(k).map(Column::get)
+        self.cols.get_mut(k).map(Column::get).transpose()
+    }
+
+    /// A string cell of the next column.
+    fn str(&mut self, s: Option<&str>) -> Result<(), OutOfMemory> {
+        match self.col()? {
+            Some(c) => c.str(s),
+            None => Ok(()),
+        }
     }
 
     /// A JSON text cell from `write` (into the scratch buffer).
-    fn json_cell(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+    fn json_cell(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), OutOfMemory> {
         self.json.clear();
         write(self.json);
         let k = self.k;
         self.k += 1;
-        if let Some(c) = self.cols.get_mut(k) {
-            c.get().str(utf8(self.json));
+        match self.cols.get_mut(k) {
+            Some(c) => c.get()?.str(utf8(self.json)),
+            None => Ok(()),
         }
     }
 
     /// A count or float: the typed cell and, when it is not the exact value, the JSON text.
-    fn number(&mut self, v: Val<'_>, float: bool) {
+    fn number(&mut self, v: Val<'_>, float: bool) -> Result<(), OutOfMemory> {
         let n = match v {
             Val::Num(n) => Some(n),
             Val::Json(v) => value_num(v),
@@ -472,24 +686,18 @@ impl RowWriter<'_, '_> {
             (Some(n), false) => count_cell(n).1,
             _ => false,
         };
-        match (self.col(), n) {
-            (Some(Col::I64(b)), Some(n)) => b.append_option(count_cell(n).0),
-            (Some(Col::F64(b)), Some(Num::Float(f))) => b.append_value(f),
-            (Some(Col::F64(b)), Some(Num::Int(i))) => b.append_value(i as f64),
-            (Some(c), _) => c.absent(true, 1),
+        match (self.col()?, n) {
+            (Some(Col::I64(b)), Some(n)) => b.push(count_cell(n).0)?,
+            (Some(Col::F64(b)), Some(Num::Float(f))) => b.push(Some(f))?,
+            (Some(Col::F64(b)), Some(Num::Int(i))) => b.push(Some(i as f64))?,
+            (Some(c), _) => c.absent(true, 1)?,
             (None, _) => {}
         }
         match v {
-            _ if exact => self.json_cell_null(),
+            _ if exact => self.str(None),
             Val::Num(n) => self.json_cell(|o| write_num(o, n)),
             Val::Json(v) => self.json_cell(|o| write_value(o, v)),
-            _ => self.json_cell_null(),
-        }
-    }
-
-    fn json_cell_null(&mut self) {
-        if let Some(c) = self.col() {
-            c.str(None);
+            _ => self.str(None),
         }
     }
 
@@ -505,9 +713,9 @@ impl RowWriter<'_, '_> {
 }
 
 impl Writer for RowWriter<'_, '_> {
-    type Error = std::convert::Infallible;
+    type Error = OutOfMemory;
 
-    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), Self::Error> {
+    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), OutOfMemory> {
         let Some(v) = v else {
             self.absent(f.ty);
             return Ok(());
@@ -516,42 +724,28 @@ impl Writer for RowWriter<'_, '_> {
             (Ty::Int, v) => self.number(v, false),
             (Ty::Float, v) => self.number(v, true),
             (Ty::Time, Val::Str(s)) => {
-                if let Some(Col::Time(b)) = self.col() {
-                    b.append_option(timestamp_micros(s));
+                if let Some(Col::Time(b)) = self.col()? {
+                    b.push(timestamp_micros(s))?;
                 }
-                if let Some(c) = self.col() {
-                    c.str(Some(s));
-                }
+                self.str(Some(s))
             }
             (Ty::OptStr, v) => {
-                if let Some(Col::Bool(b)) = self.col() {
-                    b.append_value(true);
+                if let Some(c) = self.col()? {
+                    c.bool(true)?;
                 }
-                if let Some(c) = self.col() {
-                    c.str(match v {
-                        Val::Str(s) => Some(s),
-                        _ => None,
-                    });
-                }
+                self.str(match v {
+                    Val::Str(s) => Some(s),
+                    _ => None,
+                })
             }
-            (_, Val::Obj(o)) => {
-                let _ = o.walk(self);
-            }
+            (_, Val::Obj(o)) => o.walk(self),
             (_, Val::Args(v)) => match self.rec.value_json(v) {
-                Some(copied) => {
-                    if let Some(c) = self.col() {
-                        c.str(Some(copied));
-                    }
-                }
+                Some(copied) => self.str(Some(copied)),
                 None => self.json_cell(|o| write_value(o, v)),
             },
             (_, Val::Json(v)) => self.json_cell(|o| write_value(o, v)),
             (_, Val::SameAsText(t)) => match self.rec.string_json(t) {
-                Some(copied) => {
-                    if let Some(c) = self.col() {
-                        c.str(Some(copied));
-                    }
-                }
+                Some(copied) => self.str(Some(copied)),
                 None => self.json_cell(|o| write_str(o, t)),
             },
             (_, Val::List(list)) => self.json_cell(|o| {
@@ -566,29 +760,23 @@ impl Writer for RowWriter<'_, '_> {
             }),
             (_, Val::Parsed) => {
                 let parsed = self.parsed;
-                if let Some(c) = self.col() {
-                    c.str(parsed);
-                }
+                self.str(parsed)
             }
-            (_, Val::Null) => self.absent(f.ty),
-            (_, Val::Str(s) | Val::Text(s) | Val::Raw(s)) => {
-                if let Some(c) = self.col() {
-                    c.str(Some(s));
-                }
+            (_, Val::Null) => {
+                self.absent(f.ty);
+                Ok(())
             }
-            (_, Val::UInt(n)) => {
-                if let Some(Col::U64(b)) = self.col() {
-                    b.append_value(n);
-                }
-            }
-            (_, Val::Bool(x)) => {
-                if let Some(Col::Bool(b)) = self.col() {
-                    b.append_value(x);
-                }
-            }
+            (_, Val::Str(s) | Val::Text(s) | Val::Raw(s)) => self.str(Some(s)),
+            (_, Val::UInt(n)) => match self.col()? {
+                Some(Col::U64(b)) => b.push(Some(n)),
+                _ => Ok(()),
+            },
+            (_, Val::Bool(x)) => match self.col()? {
+                Some(c) => c.bool(x),
+                None => Ok(()),
+            },
             (_, Val::Num(n)) => self.json_cell(|o| write_num(o, n)),
         }
-        Ok(())
     }
 }
 
@@ -617,6 +805,8 @@ impl Sink for ArrowSink {
             _ if self.parsed_col.is_none() => None,
             (Some(t), _) => Some(t),
             (None, Some(v)) => {
+                // about the line's size (growing it further is not fallible)
+                OutOfMemory::reserve(&mut parsed, rec.raw.len().saturating_mul(2) + 64)?;
                 write_value(&mut parsed, v);
                 utf8(&parsed)
             }
@@ -634,7 +824,7 @@ impl Sink for ArrowSink {
                 rec,
                 parsed: text,
             };
-            let _ = fields::event(&mut w, self.sel, ev, rec, *seq);
+            fields::event(&mut w, self.sel, ev, rec, *seq)?;
             self.rows += 1;
             self.bytes += add;
             *seq += 1;
@@ -646,50 +836,77 @@ impl Sink for ArrowSink {
 
 /// The rows of `batches` as one batch of `schema` (the columns' types are the five of
 /// [`schema`]). Done here rather than with `arrow-select`'s `concat_batches`, which costs a
-/// fifth of the build for this one call.
+/// fifth of the build for this one call, and with the columns' fallible growth: a table that
+/// does not fit twice is [`Failure::OutOfMemory`].
 pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch, Failure> {
     if let [one] = batches {
         return Ok(one.clone());
     }
-    let rows = batches.iter().map(RecordBatch::num_rows).sum();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let mut columns: Vec<ArrayRef> = Vec::new();
     OutOfMemory::reserve(&mut columns, schema.fields().len())?;
     for (i, field) in schema.fields().iter().enumerate() {
         let parts = batches.iter().map(|b| b.column(i));
-        let column: ArrayRef = match field.data_type() {
+        let mut col = match field.data_type() {
             DataType::LargeUtf8 => {
                 let bytes = parts
                     .clone()
                     .map(|a| a.as_string::<i64>().values().len())
                     .sum();
-                let mut b = LargeStringBuilder::with_capacity(rows, bytes);
-                parts.for_each(|a| b.extend(a.as_string::<i64>()));
-                Arc::new(b.finish())
+                let mut b = Strs::with_capacity(rows, bytes)?;
+                for a in parts {
+                    for s in a.as_string::<i64>() {
+                        b.push(s)?;
+                    }
+                }
+                Col::Str(b)
             }
             DataType::UInt64 => {
-                let mut b = UInt64Builder::with_capacity(rows);
-                parts.for_each(|a| b.extend(a.as_primitive::<UInt64Type>()));
-                Arc::new(b.finish())
+                let mut b = Prim::with_capacity(rows)?;
+                for a in parts {
+                    for v in a.as_primitive::<UInt64Type>() {
+                        b.push(v)?;
+                    }
+                }
+                Col::U64(b)
             }
             DataType::Int64 => {
-                let mut b = Int64Builder::with_capacity(rows);
-                parts.for_each(|a| b.extend(a.as_primitive::<Int64Type>()));
-                Arc::new(b.finish())
+                let mut b = Prim::with_capacity(rows)?;
+                for a in parts {
+                    for v in a.as_primitive::<Int64Type>() {
+                        b.push(v)?;
+                    }
+                }
+                Col::I64(b)
             }
             DataType::Float64 => {
-                let mut b = Float64Builder::with_capacity(rows);
-                parts.for_each(|a| b.extend(a.as_primitive::<Float64Type>()));
-                Arc::new(b.finish())
+                let mut b = Prim::with_capacity(rows)?;
+                for a in parts {
+                    for v in a.as_primitive::<Float64Type>() {
+                        b.push(v)?;
+                    }
+                }
+                Col::F64(b)
             }
             DataType::Boolean => {
-                let mut b = BooleanBuilder::with_capacity(rows);
-                parts.for_each(|a| b.extend(a.as_boolean()));
-                Arc::new(b.finish())
+                let (mut values, mut valid) =
+                    (Bits::with_capacity(rows)?, Bits::with_capacity(rows)?);
+                for a in parts {
+                    for v in a.as_boolean() {
+                        values.push(v.unwrap_or(false))?;
+                        valid.push(v.is_some())?;
+                    }
+                }
+                Col::Bool(values, valid)
             }
             DataType::Timestamp(..) => {
-                let mut b = TimestampMicrosecondBuilder::with_capacity(rows).with_timezone(UTC);
-                parts.for_each(|a| b.extend(a.as_primitive::<TimestampMicrosecondType>()));
-                Arc::new(b.finish())
+                let mut b = Prim::with_capacity(rows)?;
+                for a in parts {
+                    for v in a.as_primitive::<TimestampMicrosecondType>() {
+                        b.push(v)?;
+                    }
+                }
+                Col::Time(b)
             }
             other => {
                 return Err(Failure::Arrow(ArrowError::NotYetImplemented(format!(
@@ -697,7 +914,7 @@ pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch
                 ))))
             }
         };
-        columns.push(column);
+        columns.push(col.finish()?);
     }
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }

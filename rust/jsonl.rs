@@ -379,10 +379,22 @@ impl LineWriter {
     }
 
     /// The JSONL of one line's events, numbered from `*seq` (`convert::line`).
-    pub fn line(&mut self, out: &mut Vec<u8>, rec: &LineEvents<'_>, seq: &mut u64) {
+    ///
+    /// Every buffer is grown with `try_reserve` before it is written, by a bound on what is
+    /// written ([`event_room`]): an output that does not fit is [`OutOfMemory`] (Python's
+    /// `MemoryError`), never Rust's allocation-failure abort. On error `out` holds the events
+    /// written before (whole lines).
+    pub fn line(
+        &mut self,
+        out: &mut Vec<u8>,
+        rec: &LineEvents<'_>,
+        seq: &mut u64,
+    ) -> Result<(), OutOfMemory> {
+        let n = rec.raw.len();
         // raw and parsed are the same for every event of the line: written once, if asked for
         self.raw.clear();
         if self.sel.has_name("raw") {
+            OutOfMemory::reserve(&mut self.raw, escaped_room(n))?;
             write_str(&mut self.raw, rec.raw);
         }
         // a canonical line is its own `parsed` JSON, its long strings where the parser found them
@@ -396,13 +408,30 @@ impl LineWriter {
             }
             (None, Some(v)) if wants_parsed => {
                 shared = Shared::for_events(&rec.events);
+                OutOfMemory::reserve(&mut self.parsed, escaped_room(n))?;
                 write_shared::<false>(&mut self.parsed, v, &mut shared);
                 &self.parsed
             }
             (None, Some(_)) => b"",
             (None, None) => b"null",
         };
+        // the JSON of the line's value: written or the line itself, else (`parsed` left out of
+        // a projection) about the line's size
+        let tree = if parsed.is_empty() {
+            n.saturating_mul(2).saturating_add(64)
+        } else {
+            parsed.len()
+        };
+        let source = self.source.as_ref().map_or(0, Vec::len);
         for ev in &rec.events {
+            let text = ev.text.as_ref().map_or(0, |t| t.len());
+            let room = event_room(self.raw.len(), tree, text, source);
+            if out.capacity() - out.len() < room {
+                OutOfMemory::reserve(out, room)?;
+            }
+            if !self.sel.is_all() {
+                OutOfMemory::reserve(&mut self.scratch, escaped_room(text))?;
+            }
             out.push(b'{');
             let mut w = JsonWriter {
                 out,
@@ -424,7 +453,29 @@ impl LineWriter {
             out.push(b'\n');
             *seq += 1;
         }
+        Ok(())
     }
+}
+
+/// Room for `n` bytes written as a JSON string, escaped once or twice: at most 7 bytes a byte
+/// (`\\u00XX`), plus the escaper's working room ([`crate::text`] sizes its output
+/// `1.25 n + 16` ahead) and the quotes.
+fn escaped_room(n: usize) -> usize {
+    n.saturating_mul(8).saturating_add(64)
+}
+
+/// Room for the JSONL of one event of a line ([`LineWriter::line`] reserves it in `out`
+/// before writing): the fields' names and small values; `raw` (already written as JSON,
+/// `raw` bytes); the trees of the line's value (`parsed`, `tool.arguments`, `toolResult`: each
+/// at most the line's JSON `tree`, which a projection writes as a JSON string, up to twice as
+/// long); the `text` and the `toolResult` that repeats it, escaped once or twice; the
+/// `source` pair.
+fn event_room(raw: usize, tree: usize, text: usize, source: usize) -> usize {
+    4096usize
+        .saturating_add(raw)
+        .saturating_add(tree.saturating_mul(3))
+        .saturating_add(escaped_room(text).saturating_mul(2))
+        .saturating_add(source)
 }
 
 /// The JSONL [`Sink`]: each line's events appended to `out` by `writer`.
@@ -437,8 +488,7 @@ impl Sink for JsonlSink<'_> {
     type Error = OutOfMemory;
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), OutOfMemory> {
-        self.writer.line(self.out, rec, seq);
-        Ok(())
+        self.writer.line(self.out, rec, seq)
     }
 }
 

@@ -399,17 +399,22 @@ pub fn plan(
 const SEQ_PREFIX: &[u8] = b"{\"v\":\"events/v1\",\"seq\":";
 
 /// Append `jsonl` (a range's events, `seq` from 0) to `out` with `seq` numbered from `base`;
-/// returns the number of events.
-pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> u64 {
+/// returns the number of events. `out` grows with `try_reserve` (a renumbered line is up to 20
+/// bytes longer).
+pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> Result<u64, OutOfMemory> {
     if base == 0 {
+        OutOfMemory::reserve(out, jsonl.len())?;
         out.extend_from_slice(jsonl);
-        return memchr::memchr_iter(b'\n', jsonl).count() as u64;
+        return Ok(memchr::memchr_iter(b'\n', jsonl).count() as u64);
     }
     let mut n = 0u64;
     let mut pos = 0usize;
     for lf in memchr::memchr_iter(b'\n', jsonl) {
         let line = jsonl.get(pos..=lf).unwrap_or_default();
         pos = lf + 1;
+        if out.capacity() - out.len() < line.len() + 20 {
+            OutOfMemory::reserve(out, line.len() + 20)?;
+        }
         let digits = line
             .get(SEQ_PREFIX.len()..)
             .unwrap_or_default()
@@ -425,8 +430,10 @@ pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> u64 {
         }
         n += 1;
     }
-    out.extend_from_slice(jsonl.get(pos..).unwrap_or_default());
-    n
+    let rest = jsonl.get(pos..).unwrap_or_default();
+    OutOfMemory::reserve(out, rest.len())?;
+    out.extend_from_slice(rest);
+    Ok(n)
 }
 
 /// The stream that normalizes range `k` of `plan` (range 0 is an ordinary stream).
@@ -513,7 +520,7 @@ pub fn normalize_split(
             Sel::ALL,
             &mut part,
         )?;
-        seq += rebase(&part, seq, &mut out);
+        seq += rebase(&part, seq, &mut out).map_err(io_oom)?;
     }
     Ok(out)
 }
@@ -729,7 +736,7 @@ pub fn normalize_files(
                         Some(Acc::File(w)) => {
                             let written =
                                 try_vec(part.len() + part.len() / 64).and_then(|mut buf| {
-                                    st.seq += rebase(&part, st.seq, &mut buf);
+                                    st.seq += rebase(&part, st.seq, &mut buf).map_err(io_oom)?;
                                     w.write_all(&buf)
                                 });
                             if let Err(e) = written {
@@ -756,9 +763,9 @@ pub fn normalize_files(
                     if base == 0 {
                         return (i, Ok(part));
                     }
-                    let buf = try_vec(part.len() + part.len() / 64).map(|mut buf| {
-                        rebase(&part, base, &mut buf);
-                        buf
+                    let buf = try_vec(part.len() + part.len() / 64).and_then(|mut buf| {
+                        rebase(&part, base, &mut buf).map_err(io_oom)?;
+                        Ok(buf)
                     });
                     (i, buf)
                 })
@@ -873,7 +880,7 @@ mod tests {
         let part =
             b"{\"v\":\"events/v1\",\"seq\":0,\"x\":1}\n{\"v\":\"events/v1\",\"seq\":1,\"x\":2}\n";
         let mut out = Vec::new();
-        assert_eq!(rebase(part, 9, &mut out), 2);
+        assert_eq!(rebase(part, 9, &mut out), Ok(2));
         assert_eq!(
             out,
             b"{\"v\":\"events/v1\",\"seq\":9,\"x\":1}\n{\"v\":\"events/v1\",\"seq\":10,\"x\":2}\n"

@@ -748,3 +748,65 @@ def test_ctrl_c_stops_an_arrow_or_parquet_junk_bomb_mid_read(tmp_path: Path, fmt
     assert stdout.split()[0] == b"interrupted", (stdout, stderr[-2000:])
     assert float(stdout.split()[1]) < 8, stdout  # 1 MiB units: the read is 16
     assert list(out.iterdir()) == []
+
+
+WRITERS_UNDER_LIMIT = """
+import resource, sys
+import checkfu_fast
+def vm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+how, headroom, path = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3]
+data = b"y\\n" * (16 << 20)  # 16 M junk lines: some GB of JSONL or Arrow columns
+table = None
+if how == "concat":  # 1 M rows in 16 batches, made before the limit: their one-batch copy
+    table = checkfu_fast.normalize_arrow(data[: 2 << 20], "claude", batch_rows=65536)
+checkfu_fast.normalize_arrow(b"y\\n" * 1000, "claude")  # warm up
+checkfu_fast.normalize_jsonl(b"y\\n" * 1000, "claude")
+resource.setrlimit(resource.RLIMIT_AS, (vm() + headroom, resource.RLIM_INFINITY))
+try:
+    if how == "normalize_jsonl":
+        checkfu_fast.normalize_jsonl(data, "claude")
+    elif how == "feed_jsonl":
+        checkfu_fast.Normalizer("claude").feed_jsonl(data)
+    elif how == "normalize_arrow":
+        checkfu_fast.normalize_arrow(data, "claude")
+    elif how == "feed_arrow":
+        checkfu_fast.Normalizer("claude").feed_arrow(data)
+    elif how == "files_arrow":
+        checkfu_fast.normalize_files([path], format="arrow", jobs=1)
+    elif how == "concat":
+        table.__arrow_c_array__()
+    print("no error")
+except MemoryError:
+    print("MemoryError")
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as Linux applies it")
+@pytest.mark.parametrize("headroom", [96, 400])
+@pytest.mark.parametrize(
+    "how",
+    ["normalize_jsonl", "feed_jsonl", "normalize_arrow", "feed_arrow", "files_arrow", "concat"],
+)
+def test_the_in_memory_writers_run_out_of_memory_with_memory_error(
+    tmp_path: Path, how: str, headroom: int
+) -> None:
+    """JSONL or Arrow output held in memory that does not fit under RLIMIT_AS: MemoryError,
+    the process lives. The JSONL buffer and the Arrow column builders grew with Rust's
+    infallible allocation, whose failure aborts the process (SIGABRT, "memory allocation of N
+    bytes failed"); now every growth is try_reserve."""
+    path = tmp_path / "junk.jsonl"
+    path.write_bytes(b"y\n" * (16 << 20))
+    r = subprocess.run(
+        [sys.executable, "-c", WRITERS_UNDER_LIMIT, how, str(headroom), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # not SIGABRT (-6)
+    assert r.stdout.splitlines()[-1] == "MemoryError", (r.stdout, r.stderr[-2000:])

@@ -261,7 +261,7 @@ fn normalize_jsonl<'py>(
     let out = py
         .detach(|| jsonl::normalize_jsonl(bytes, dialect, budget, sel))
         .map_err(oom)?;
-    Ok(PyBytes::new(py, &out))
+    to_bytes(py, &out)
 }
 
 /// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout; a large
@@ -403,10 +403,19 @@ pub(crate) fn error_tuple<'py>(
     )
 }
 
+/// `data` as a Python `bytes`; `MemoryError` when CPython cannot allocate it (`PyBytes::new`
+/// panics then).
+fn to_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, data.len(), |buf| {
+        buf.copy_from_slice(data);
+        Ok(())
+    })
+}
+
 /// One `bytes` of `parts` in order (the one copy of a file's JSONL into Python).
 fn joined<'py>(py: Python<'py>, parts: &[Vec<u8>]) -> PyResult<Bound<'py, PyBytes>> {
     if let [one] = parts {
-        return Ok(PyBytes::new(py, one));
+        return to_bytes(py, one);
     }
     let len = parts.iter().map(Vec::len).sum();
     PyBytes::new_with(py, len, |buf| {
@@ -642,7 +651,7 @@ impl Normalizer {
             state.failed = Some(FAILED);
             oom(e)
         })?;
-        Ok(PyBytes::new(py, &out))
+        to_bytes(py, &out)
     }
 
     /// `finish`, but as JSONL bytes.
@@ -666,7 +675,7 @@ impl Normalizer {
             state.failed = Some(FAILED);
             oom(e)
         })?;
-        Ok(PyBytes::new(py, &out))
+        to_bytes(py, &out)
     }
 
     /// `feed`, but the events as Arrow record batches (GIL released); same `seq`. With
