@@ -161,8 +161,13 @@ def _stream(
 
 #: Bytes of output that ``--jobs N`` lets wait, all files together, to be written in input
 #: order (``ordered``): a worker ahead of the file being written waits once this is full, so
-#: memory does not grow with N (JSONL: about 4 MiB per 1 MiB read with every field).
-WINDOW_BYTES = 16 << 20
+#: memory does not grow with N (JSONL: about 4.5 MiB per MiB read with every field).
+WINDOW_BYTES = 8 << 20
+#: Bytes a ``--jobs`` worker reads per step: its JSONL (about 4.5 MiB per MiB with every
+#: field) stays below the sizes the core's allocator (mimalloc) hands out and takes back as
+#: whole regions; at 1 MiB reads, ``--jobs 2`` peaked at 140-158 MiB on 1 GiB, at 512 KiB at
+#: ~90 MiB, in as much CPU time.
+JOBS_CHUNK = 512 << 10
 
 
 def _cost(item: tuple[int, Any]) -> int:
@@ -182,7 +187,7 @@ def _parallel(
     args: argparse.Namespace, files: list[str], out: BinaryIO, many: bool, progress: Progress
 ) -> int:
     """``--jobs N``: files normalized N at a time on worker threads (the core releases the
-    GIL), each read in 1 MiB chunks whose JSONL waits in a window of :data:`WINDOW_BYTES`
+    GIL), each read in 512 KiB chunks whose JSONL waits in a window of :data:`WINDOW_BYTES`
     (``ordered``), written in input order: the same bytes as one at a time, memory bounded by
     the window, not by the files' sizes or N. With more threads than files, a file over 12 MiB
     is cut at newlines into ranges done in parallel by the core (rust/split.rs) into a
@@ -217,7 +222,7 @@ def _parallel(
         n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
                        max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
         with open_input(name) as f:
-            while chunk := f.read(CHUNK):
+            while chunk := f.read(JOBS_CHUNK):
                 put((len(chunk), n.feed_jsonl(chunk)))
         put((0, n.finish_jsonl()))
 
@@ -272,13 +277,15 @@ def _quiet_stdout() -> None:
 
 #: Bytes a ``--format parquet`` worker reads per step (its memory is about this chunk's
 #: events, as Arrow batches waiting to be written).
-PARQUET_CHUNK = 2 << 20
+PARQUET_CHUNK = 1 << 20
 #: Arrow bytes gathered into one Parquet row group. The writer keeps every row group's
 #: metadata until the file is closed (~0.1 MiB each, then the footer), so row groups of one
 #: 2 MiB read each (~1,000 events) made memory grow with the output: 600 of them held
-#: ~70 MiB by the end of a 1.2 GB input. At 32 MiB a GiB of input (all fields, ~4.3x as
-#: Arrow) is ~140 row groups; the gathered batches are the other half of the cost.
-ROW_GROUP_BYTES = 32 << 20
+#: ~70 MiB by the end of a 1.2 GB input. At 16 MiB a GiB of input (all fields, ~4.3x as
+#: Arrow) is ~300 row groups; the gathered batches are the other half of the cost, and the
+#: writer's encoders grow with a row group's rows (lean row groups of 32 MiB peaked ~60 MiB
+#: higher on 1 GiB).
+ROW_GROUP_BYTES = 16 << 20
 
 
 def _parquet(args: argparse.Namespace) -> int:
