@@ -256,6 +256,28 @@ impl Col {
         }
     }
 
+    /// Bytes of text so far (0 for a column that is not text).
+    fn text_len(&self) -> usize {
+        match self {
+            Col::Str(b) => b.data.len(),
+            _ => 0,
+        }
+    }
+
+    /// Room for `bytes` of text in all (a text column; the others are 8 bytes or a bit a row,
+    /// and their growth by doubling copies no more than this would): the text so far moved
+    /// once, where growing by doubling copies it at every doubling and leaves each old buffer
+    /// behind (for the text columns of a lean batch, a fifth of the build). A guess: when the
+    /// room cannot be had, the column grows as it goes.
+    fn make_room(&mut self, bytes: usize) {
+        if let Col::Str(b) = self {
+            let more = bytes.saturating_sub(b.data.len());
+            if b.data.capacity() - b.data.len() < more {
+                let _ = b.data.try_reserve_exact(more);
+            }
+        }
+    }
+
     /// `n` cells of an absent value: `false` in a non-null flag column, else null.
     fn absent(&mut self, nullable: bool, n: usize) -> Result<(), OutOfMemory> {
         match self {
@@ -323,6 +345,8 @@ struct Column {
     b: Col,
     nullable: bool,
     pending: usize,
+    /// the text bytes the builder was last given room for ([`ArrowSink::regrow`])
+    room_bytes: usize,
 }
 
 impl Column {
@@ -539,6 +563,9 @@ pub struct ArrowSink {
     /// input bytes still expected ([`ArrowSink::expect`]), and seen since the last cut
     expected: usize,
     seen: usize,
+    /// the input seen (since the last cut) at which the columns' room is next looked at
+    /// ([`ArrowSink::regrow`])
+    look_at: usize,
     /// the `raw` and `parsed` columns, when selected
     raw_col: Option<usize>,
     parsed_col: Option<usize>,
@@ -546,6 +573,22 @@ pub struct ArrowSink {
     /// with [`Failure::Cancelled`]: a long feed (a 16 MiB chunk of junk lines is millions of
     /// rows) is given up within about 64 KiB of input.
     pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// The text room a builder of [`Col::new`] starts with (arrow-rs's default: 1 KiB).
+const DEFAULT_ROOM: usize = 1024;
+
+/// The columns' room is first looked at after this share of the expected input...
+const FIRST_LOOK_SHARE: usize = 32;
+/// ...but not before this many bytes (the densities of a few lines say little), nor after
+/// this many.
+const FIRST_LOOK_MIN: usize = 32 << 10;
+const FIRST_LOOK_MAX: usize = 4 << 20;
+
+/// `n` (what `seen` input bytes gave) scaled to `input` bytes, with a quarter to spare.
+fn project(n: usize, input: usize, seen: usize) -> usize {
+    let scaled = (n as u128 * input as u128 * 5) / (seen.max(1) as u128 * 4);
+    usize::try_from(scaled).unwrap_or(usize::MAX)
 }
 
 impl ArrowSink {
@@ -558,6 +601,7 @@ impl ArrowSink {
                 b: Col::new(f.data_type()),
                 nullable: f.is_nullable(),
                 pending: 0,
+                room_bytes: DEFAULT_ROOM,
             })
             .collect();
         let find = |name: &str| schema.fields().iter().position(|f| f.name() == name);
@@ -577,6 +621,7 @@ impl ArrowSink {
             expected: 0,
             seen: 0,
             cancel: None,
+            look_at: usize::MAX,
         }
     }
 
@@ -586,10 +631,20 @@ impl ArrowSink {
 
     /// About `input` bytes are coming: size the `raw` and `parsed` columns for them now (each
     /// holds about the input, more when lines have several events; growing them instead copies
-    /// the column at every doubling; capacity never written is never touched).
+    /// the column at every doubling; capacity never written is never touched), and the other
+    /// text columns once a share of the input says how much each holds
+    /// ([`ArrowSink::regrow`]).
     pub fn expect(&mut self, input: usize) {
         self.expected = input;
+        self.look_at = Self::first_look(input);
         self.presize();
+    }
+
+    fn first_look(input: usize) -> usize {
+        if input == 0 {
+            return usize::MAX;
+        }
+        (input / FIRST_LOOK_SHARE).clamp(FIRST_LOOK_MIN, FIRST_LOOK_MAX)
     }
 
     fn presize(&mut self) {
@@ -604,17 +659,45 @@ impl ArrowSink {
                     // a guess: when it does not fit, the column grows as it goes
                     if let Ok(b) = Strs::with_capacity(rows, bytes) {
                         c.b = Col::Str(b);
+                        c.room_bytes = bytes;
                     }
                 }
             }
         }
     }
 
-    /// Cut the rows built so far into a batch (nothing if there are none).
+    /// The input bytes the batch being built will have seen when it is cut, projected: the
+    /// rest of the expected input, at most what fills `batch_rows` rows or [`BATCH_BYTES`] at
+    /// the density so far.
+    fn batch_input(&self) -> usize {
+        let seen = self.seen.max(1);
+        let by_rows = project(seen, self.batch_rows, self.rows.max(1));
+        let by_bytes = project(seen, BATCH_BYTES, self.bytes.max(1));
+        self.expected.min(by_rows).min(by_bytes)
+    }
+
+    /// Room in each text column for the rest of the batch, projected from what its input so
+    /// far put there ([`Col::make_room`]; only a column whose projected text is well above its
+    /// room); the next look at four times the input.
+    fn regrow(&mut self) {
+        self.look_at = self.seen.saturating_mul(4);
+        let input = self.batch_input();
+        for c in &mut self.cols {
+            let bytes = project(c.b.text_len(), input, self.seen);
+            if bytes > c.room_bytes.saturating_add(c.room_bytes / 2) {
+                c.b.make_room(bytes);
+                c.room_bytes = bytes;
+            }
+        }
+    }
+
+    /// Cut the rows built so far into a batch (nothing if there are none). The next batch's
+    /// columns get the room this one's density projects for the rest of the input.
     pub fn flush(&mut self) -> Result<(), Failure> {
         if self.rows == 0 {
             return Ok(());
         }
+        let texts: Vec<usize> = self.cols.iter().map(|c| c.b.text_len()).collect();
         let arrays = self
             .cols
             .iter_mut()
@@ -623,10 +706,20 @@ impl ArrowSink {
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
-        self.rows = 0;
         self.expected = self.expected.saturating_sub(self.seen);
+        // the next batch: the rest of the input, at most what this one took
+        let input = self.expected.min(self.seen);
+        for (c, text) in self.cols.iter_mut().zip(texts) {
+            let bytes = project(text, input, self.seen);
+            if input > 0 {
+                c.b.make_room(bytes);
+            }
+            c.room_bytes = bytes;
+        }
+        self.rows = 0;
         self.seen = 0;
         self.bytes = 0;
+        self.look_at = Self::first_look(self.expected);
         self.presize();
         Ok(())
     }
@@ -830,6 +923,9 @@ impl Sink for ArrowSink {
             *seq += 1;
         }
         self.parsed = parsed;
+        if self.seen >= self.look_at {
+            self.regrow();
+        }
         Ok(())
     }
 }
