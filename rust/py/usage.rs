@@ -86,6 +86,38 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyTuple>> {
 /// core), the GIL released: per file `(summary, known, unknown)`, or None where the Python
 /// fold must read it (it could not be read, or it has what only that fold reads right: the
 /// caller reads it again, which gives the same error or the same totals).
+/// Each `(path, project)` folded by the core on `jobs` threads with the GIL released: its
+/// summary, or `None` where the Python fold is needed or the file cannot be read.
+fn fold_all(
+    py: Python<'_>,
+    files: &[(String, Option<String>)],
+    dialect: &Bound<'_, PyAny>,
+    (max_line_bytes, max_depth, max_nodes): (i64, i64, i64),
+    jobs: Option<usize>,
+) -> PyResult<Vec<Option<Summary>>> {
+    let dialect = super::dialect_arg(dialect)?;
+    let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
+    }
+    py.detach(|| {
+        crate::jsonl::par_map(files.len(), jobs, |i| {
+            let (path, project) = files.get(i)?;
+            let out = fold_file(
+                std::path::Path::new(path),
+                dialect.clone(),
+                budget,
+                project.clone(),
+            );
+            match out {
+                Ok(Outcome::Summary(s)) => Some(s),
+                Ok(Outcome::Python) | Err(_) => None,
+            }
+        })
+    })
+    .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))
+}
+
 #[pyfunction]
 #[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None, handles = false))]
 #[allow(clippy::too_many_arguments)]
@@ -99,28 +131,13 @@ pub(crate) fn _usage_fold_files<'py>(
     jobs: Option<usize>,
     handles: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let dialect = super::dialect_arg(dialect)?;
-    let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    if jobs == Some(0) {
-        return Err(PyValueError::new_err("jobs must be at least 1"));
-    }
-    let results = py
-        .detach(|| {
-            crate::jsonl::par_map(files.len(), jobs, |i| {
-                let (path, project) = files.get(i)?;
-                let out = fold_file(
-                    std::path::Path::new(path),
-                    dialect.clone(),
-                    budget,
-                    project.clone(),
-                );
-                match out {
-                    Ok(Outcome::Summary(s)) => Some(s),
-                    Ok(Outcome::Python) | Err(_) => None,
-                }
-            })
-        })
-        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let results = fold_all(
+        py,
+        &files,
+        dialect,
+        (max_line_bytes, max_depth, max_nodes),
+        jobs,
+    )?;
     let out = PyList::empty(py);
     for r in results {
         match r {
@@ -509,28 +526,13 @@ pub(crate) fn _usage_fold_limits<'py>(
     max_nodes: i64,
     jobs: Option<usize>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let dialect = super::dialect_arg(dialect)?;
-    let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    if jobs == Some(0) {
-        return Err(PyValueError::new_err("jobs must be at least 1"));
-    }
-    let results = py
-        .detach(|| {
-            crate::jsonl::par_map(files.len(), jobs, |i| {
-                let (path, project) = files.get(i)?;
-                let out = fold_file(
-                    std::path::Path::new(path),
-                    dialect.clone(),
-                    budget,
-                    project.clone(),
-                );
-                match out {
-                    Ok(Outcome::Summary(s)) => Some(s),
-                    Ok(Outcome::Python) | Err(_) => None,
-                }
-            })
-        })
-        .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
+    let results = fold_all(
+        py,
+        &files,
+        dialect,
+        (max_line_bytes, max_depth, max_nodes),
+        jobs,
+    )?;
     let out = PyList::empty(py);
     for r in &results {
         match r {
