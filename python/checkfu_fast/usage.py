@@ -769,6 +769,24 @@ class _Stream:
         return out
 
 
+def _checked_options(
+    prices: _prices.Snapshot | None,
+    estimate: bool,
+    by: Sequence[str],
+    since: str | None,
+    until: str | None,
+) -> _prices.Snapshot | None:
+    """The fold's options checked (``ValueError`` for an unknown dimension or a bad date), and
+    the price snapshot it estimates with (None with ``estimate=False``)."""
+    for dim in by:
+        if dim not in DIMENSIONS:
+            raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
+    for d in (since, until):
+        if d is not None:
+            date.fromisoformat(d)
+    return (prices if prices is not None else _prices.snapshot()) if estimate else None
+
+
 class UsageFold:
     """Fold usage events of many streams: ``start_stream()``, ``add(ev)`` per event,
     ``end_stream()``; :meth:`totals` (and :meth:`rows`) at any point after ``end_stream``.
@@ -795,13 +813,7 @@ class UsageFold:
         until: str | None = None,
         active: bool = False,
     ) -> None:
-        for dim in by:
-            if dim not in DIMENSIONS:
-                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
-        for d in (since, until):
-            if d is not None:
-                date.fromisoformat(d)
-        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
+        snap = _checked_options(prices, estimate, by, since, until)
         self.prices = snap
         self._agg = _Agg(snap, _zone(tz), tuple(by), since, until, active)
         self._session_dialect: dict[str, str] = {}
@@ -1159,13 +1171,7 @@ class CoreFold:
         until: str | None = None,
         active: bool = False,
     ) -> None:
-        for dim in by:
-            if dim not in DIMENSIONS:
-                raise ValueError(f"unknown dimension {dim!r} (one of {', '.join(DIMENSIONS)})")
-        for d in (since, until):
-            if d is not None:
-                date.fromisoformat(d)
-        snap = (prices if prices is not None else _prices.snapshot()) if estimate else None
+        snap = _checked_options(prices, estimate, by, since, until)
         self.prices = snap
         self.tz = _zone(tz)
         self.by = tuple(by)
