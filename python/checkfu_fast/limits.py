@@ -30,13 +30,13 @@ from .inputs import open_input
 from .outputs import printable
 from .progress import Progress, wanted
 from .report import (
-    BATCH,
     BUDGET,
     CHUNK,
     FOLD_FIELDS,
     _finite,
     _native_module,
     claude_project,
+    core_batches,
     recognised_none,
     unreadable,
 )
@@ -479,16 +479,10 @@ def _fold_files(
     native = _native_module()
     if not isinstance(dialect, str):
         cache = None  # a mapping file's dialect may change under the same name
-    i = 0
-    while i < len(names):
-        if names[i] == "-" or native is None:
-            yield names[i], None
-            i += 1
+    for batch in core_batches(names, native is not None):
+        if isinstance(batch, str):
+            yield batch, None
             continue
-        batch: list[str] = []
-        while i < len(names) and names[i] != "-" and len(batch) < BATCH:
-            batch.append(names[i])
-            i += 1
         projects = [claude_project(n) for n in batch]
         if cache is None:
             results = native._usage_fold_limits(

@@ -170,6 +170,23 @@ def fold_stream(
     return known, unknown
 
 
+def core_batches(names: list[str], core: bool) -> Iterator[str | list[str]]:
+    """``names`` in order as the core folds them: runs of at most :data:`BATCH` files as lists,
+    and as a bare name each ``-`` (stdin) and, without the core, every file (the caller folds
+    those itself)."""
+    i = 0
+    while i < len(names):
+        if names[i] == "-" or not core:
+            yield names[i]
+            i += 1
+            continue
+        batch: list[str] = []
+        while i < len(names) and names[i] != "-" and len(batch) < BATCH:
+            batch.append(names[i])
+            i += 1
+        yield batch
+
+
 def fold_files(
     fold: UsageFold | CoreFold,
     names: list[str],
@@ -191,16 +208,10 @@ def fold_files(
     core = isinstance(fold, CoreFold)
     if not isinstance(dialect, str):
         cache = None  # a mapping file's dialect may change under the same name
-    i = 0
-    while i < len(names):
-        if names[i] == "-" or native is None:
-            yield names[i], None
-            i += 1
+    for batch in core_batches(names, native is not None):
+        if isinstance(batch, str):
+            yield batch, None
             continue
-        batch: list[str] = []
-        while i < len(names) and names[i] != "-" and len(batch) < BATCH:
-            batch.append(names[i])
-            i += 1
         projects = [claude_project(n) for n in batch]
         if cache is None:
             results = native._usage_fold_files(
