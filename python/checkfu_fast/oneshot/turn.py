@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from .. import prices
 from ..errors import ContractError
 from ..export._live import live_export
 from .contract import MALFORMED, validate_contract
@@ -216,6 +217,10 @@ class TurnStream:
         self._read_done = False
         self._process: ProcessResult | None = None
         self._read_error: BaseException | None = None
+        # the shipped prices (read once per process, by the observer's usage fold) are read
+        # before the staging directory's lock holds a descriptor: a host short of descriptors
+        # fails the turn where it spawns (host_resources), not here with a bare OSError
+        prices.snapshot()
         root = make_staging_dir()
         try:
             exchange = plan_exchange(contract, request, staging_root=root)
