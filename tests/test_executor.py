@@ -4,18 +4,21 @@ notes (section 3.2), one or more tests each. Bounds on time are generous (no spe
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from checkfu_fast.oneshot import executor
 from checkfu_fast.oneshot.executor import (
     StagedFile,
     StagingError,
@@ -289,14 +292,40 @@ import sys
 from checkfu_fast.oneshot.executor import minimal_environment, private_staging_dir, run_process
 env = minimal_environment({{"PIDFILE": {pidfile!r}}})
 with private_staging_dir() as d:
+    with open({pidfile!r} + ".staging", "w") as f:
+        f.write(d)
     run_process(sys.executable, [{stub!r}, {mode!r}], stdin=None, staging_dir=d, env=env,
                 parent_death_signal={guard!r}, containment="process_group")
 """
 
 
-def test_s11_parent_death_breaks_the_childs_pipes(pidfile):
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+    """A ``$TMPDIR`` of this test's own (here and in the runners it starts): the sweep sees
+    only this test's staging directories, not those of concurrent runs."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
+
+
+def assert_the_next_turn_sweeps(left: str, tmp: Path) -> None:
+    """``left`` (a staging directory) was left by a runner that died without cleaning up; the
+    next turn's ``make_staging_dir`` removes it with its private parent, and once that turn
+    has ended nothing of either is left in ``$TMPDIR``."""
+    parent = os.path.dirname(left)
+    assert os.path.isdir(left) and os.path.isfile(os.path.join(parent, "lock"))
+    with private_staging_dir() as d:
+        assert not os.path.lexists(parent)
+        assert os.path.isdir(d)
+    assert os.listdir(tmp) == []
+
+
+def test_s11_parent_death_breaks_the_childs_pipes(pidfile, own_tmpdir):
     """Without the parent-death signal (no setpriv): a harness that writes stdout still dies
-    of the broken pipe soon after its runner is SIGKILLed."""
+    of the broken pipe soon after its runner is SIGKILLed; the next turn removes the staging
+    directory the runner left."""
     script = RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="ticker", guard=False)
     runner = subprocess.Popen([sys.executable, "-c", script])
     try:
@@ -309,11 +338,13 @@ def test_s11_parent_death_breaks_the_childs_pipes(pidfile):
         runner.kill()
         runner.wait()
     assert wait_gone(child, within=5.0)
+    assert_the_next_turn_sweeps(Path(f"{pidfile}.staging").read_text(), own_tmpdir)
 
 
-def test_s11_silent_child_is_killed_with_its_parent(pidfile):
+def test_s11_silent_child_is_killed_with_its_parent(pidfile, own_tmpdir):
     """PR_SET_PDEATHSIG (through setpriv): a harness that neither writes nor reads dies with a
-    SIGKILLed runner instead of running on (and billing) as an orphan."""
+    SIGKILLed runner instead of running on (and billing) as an orphan; the next turn removes
+    the staging directory the runner left."""
     script = RUNNER.format(pidfile=str(pidfile), stub=STUB, mode="silent", guard=True)
     runner = subprocess.Popen([sys.executable, "-c", script])
     try:
@@ -325,6 +356,127 @@ def test_s11_silent_child_is_killed_with_its_parent(pidfile):
         runner.kill()
         runner.wait()
     assert wait_gone(child, within=1.0)
+    assert_the_next_turn_sweeps(Path(f"{pidfile}.staging").read_text(), own_tmpdir)
+
+
+HOLDER = """
+import sys
+from checkfu_fast.oneshot.executor import make_staging_dir, remove_staging_dir
+d = make_staging_dir()
+print(d, flush=True)
+sys.stdin.read()  # holds the lock until its stdin closes (or it is killed)
+remove_staging_dir(d)
+"""
+
+
+def holder() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def test_s11_a_dead_runners_staging_dir_is_swept_a_live_ones_is_not(own_tmpdir):
+    dead, dead_dir = holder()
+    live, live_dir = holder()
+    try:
+        dead.kill()
+        dead.wait()
+        with private_staging_dir() as mine:
+            with private_staging_dir():  # this process's own live turn: its lock is held too
+                assert os.path.isdir(mine)
+            assert not os.path.lexists(os.path.dirname(dead_dir))
+            assert os.path.isdir(live_dir)  # its runner holds the lock
+        assert os.path.isdir(live_dir)
+    finally:
+        live.communicate("")  # the live runner ends its turn normally
+    assert live.returncode == 0
+    assert not os.path.lexists(os.path.dirname(live_dir))
+    assert os.listdir(own_tmpdir) == []
+
+
+def test_s11_a_sweep_before_the_new_lock_is_taken_spares_the_new_dir(own_tmpdir, monkeypatch):
+    """A concurrent turn's sweep that runs after this turn made its directory but before it
+    took its lock (here: right before the ``flock``) finds no unlocked lock file to take."""
+    root = str(own_tmpdir / f"checkfu-oneshot-{os.geteuid()}")
+    real, swept = fcntl.flock, []
+
+    def flock_after_a_sweep(fd, op):
+        if not swept:
+            swept.append(None)  # (the sweep's own flock calls go straight through)
+            swept[0] = executor.sweep_staging_root(root)
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_a_sweep)
+    with private_staging_dir() as d:
+        assert os.path.isdir(d) and swept == [0]
+        assert sorted(os.listdir(os.path.dirname(d))) == ["lock", "turn"]
+    assert os.listdir(own_tmpdir) == []
+
+
+def old_lockless(root: Path, name: str, age_s: float) -> Path:
+    """A staging directory as a runner of an older version left it (no lock file)."""
+    parent = root / name
+    (parent / "turn").mkdir(parents=True, mode=0o700)
+    (parent / "turn" / "prompt.txt").write_text("x")
+    when = time.time() - age_s
+    os.utime(parent, (when, when))
+    return parent
+
+
+def test_s11_the_sweep_takes_old_lockless_dirs_and_follows_no_symlink(own_tmpdir, tmp_path):
+    root = own_tmpdir / f"checkfu-oneshot-{os.geteuid()}"
+    root.mkdir(mode=0o700)
+    day = executor.UNLOCKED_STALE_S
+    old = old_lockless(root, "checkfu-oneshot-old00000", day + 60)
+    recent = old_lockless(root, "checkfu-oneshot-recent00", day - 600)  # may still be running
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "lock").write_text("keep")
+    (outside / "turn").mkdir()
+    link = root / "checkfu-oneshot-link0000"
+    link.symlink_to(outside)
+    os.utime(link, (time.time() - 2 * day,) * 2, follow_symlinks=False)
+    fifo = old_lockless(root, "checkfu-oneshot-fifo0000", day + 60)
+    os.mkfifo(fifo / "lock")  # not a regular lock file: left alone (and no hang on it)
+    os.utime(fifo, (time.time() - 2 * day,) * 2)
+    with private_staging_dir():
+        assert not old.exists()
+        assert recent.is_dir() and (recent / "turn" / "prompt.txt").exists()
+        assert link.is_symlink() and (outside / "lock").read_text() == "keep"
+        assert (outside / "turn").is_dir()
+        assert fifo.is_dir()
+    assert sorted(os.listdir(root)) == sorted([link.name, fifo.name, recent.name])
+
+
+def test_s11_one_sweep_removes_a_bounded_number_of_dirs(own_tmpdir):
+    root = own_tmpdir / f"checkfu-oneshot-{os.geteuid()}"
+    root.mkdir(mode=0o700)
+    n = executor.SWEEP_REMOVE + 3
+    for i in range(n):
+        old_lockless(root, f"checkfu-oneshot-{i:08d}", executor.UNLOCKED_STALE_S + 60)
+    with private_staging_dir():
+        assert len(os.listdir(root)) == 1 + 3  # this turn's and the 3 left for the next turn
+    with private_staging_dir():
+        assert len(os.listdir(root)) == 1
+    assert os.listdir(own_tmpdir) == []
+
+
+def test_s11_every_exit_path_lets_go_of_the_lock(own_tmpdir):
+    """An exception in the turn, a timeout, a spawn error: the directory is removed and its
+    lock's descriptor closed (none is held once no turn runs)."""
+    before = open_fds()
+    with pytest.raises(RuntimeError), private_staging_dir() as d:
+        raise RuntimeError("the turn failed")
+    assert not os.path.lexists(os.path.dirname(d))
+    with private_staging_dir() as d:
+        assert stub("stubborn", staging=d, deadline_s=0.3, **FAST).timed_out
+    with private_staging_dir() as d:
+        assert run_process("/no/such", [], stdin=None, staging_dir=d).spawn_error == "not_found"
+    assert executor._HELD == {}
+    assert open_fds() == before
+    assert os.listdir(own_tmpdir) == []
 
 
 def env_of_child(staging, env):

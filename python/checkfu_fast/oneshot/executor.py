@@ -15,6 +15,10 @@ section 3.2):
   ``private_staging_dir`` (``make_staging_dir``) makes ``<root>/checkfu-oneshot-XXXX/turn``
   (the runner's root of staging directories, then a private per-turn parent, each 0700) and
   removes it with its content and parent, ``0o000`` directories included (``remove_tree``).
+  The parent's ``lock`` file is ``flock``-ed by the runner for the whole turn; a runner that
+  dies without cleaning up (SIGKILL) lets go of it, and the next turn's ``make_staging_dir``
+  removes that directory (``sweep_staging_root``: never one whose lock is held, no symlink
+  followed, at most ``SWEEP_REMOVE`` per turn).
 - S12 the child environment is exactly ``env`` (``minimal_environment(home=staging_dir)`` when
   None): nothing is inherited from the host environment.
 - S5/S6/S7 one ``selectors`` loop over the raw pipe fds writes stdin and reads stdout and
@@ -75,7 +79,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
+import itertools
 import os
 import selectors
 import shutil
@@ -158,6 +164,10 @@ def minimal_environment(
 
 
 STAGING_PREFIX = "checkfu-oneshot-"
+STAGING_LOCK = "lock"  # in each turn's private parent, flock-ed by its runner for the turn
+SWEEP_SCAN = 256  # entries of the root of staging directories one sweep looks at
+SWEEP_REMOVE = 8  # dead runners' directories one sweep removes
+UNLOCKED_STALE_S = 24 * 3600  # age after which a directory without a lock file is swept
 
 
 def staging_root() -> str | None:
@@ -182,40 +192,168 @@ def staging_root() -> str | None:
 def make_staging_dir() -> str:
     """A fresh staging directory ``<root>/checkfu-oneshot-XXXX/turn``: its private parent is
     made for this turn alone (``mkdtemp``, mode 0700, owned by the runner), so that nothing
-    beside it is this turn's; both go with :func:`remove_staging_dir`."""
+    beside it is this turn's; both go with :func:`remove_staging_dir`. The parent holds a lock
+    file (``lock``) that this process keeps ``flock``-ed until :func:`remove_staging_dir`
+    (through a close-on-exec descriptor no harness inherits): the kernel drops the lock when
+    the runner dies, SIGKILL included, and :func:`sweep_staging_root` (run here, after the new
+    directory is made) removes the directories of runners that died that way."""
+    root = staging_root()
     for attempt in range(3):
         try:
-            parent = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=staging_root())
+            parent = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root)
             break
         except FileNotFoundError:  # the root was removed (empty) in between: make it again
             if attempt == 2:
                 raise
+            root = staging_root()
+    path = os.path.join(parent, "turn")
     try:
         os.chmod(parent, 0o700)
-        path = os.path.join(parent, "turn")
+        _hold_lock(parent, path)
         os.mkdir(path, 0o700)
     except BaseException:
+        _release_lock(path)
         remove_tree(parent)
         raise
+    if root is not None and os.path.dirname(parent) == root:
+        sweep_staging_root(root, keep=os.path.basename(parent))
     return path
+
+
+_HELD: dict[str, int] = {}  # staging directory -> descriptor of its parent's flock-ed lock file
+_HELD_LOCK = threading.Lock()
+
+
+def _hold_lock(parent: str, path: str) -> None:
+    """Create ``parent/lock`` already held: an exclusive ``flock`` on a new file
+    ``lock.new``, then renamed (a sweep that saw ``lock`` unlocked in between would take
+    this live directory). The lock is held for ``path``'s turn. With no descriptor (or no
+    room) left there is no lock file: the directory is then one of those
+    :func:`sweep_staging_root` removes only when old, like an older version's."""
+    new = os.path.join(parent, STAGING_LOCK + ".new")
+    try:
+        fd = os.open(
+            new, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    except OSError as exc:
+        if exc.errno in _HOST_ERRNOS:
+            return
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (a fresh file: no one else has it)
+        os.rename(new, os.path.join(parent, STAGING_LOCK))
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(new)
+        raise
+    with _HELD_LOCK:
+        _HELD[path] = fd
+
+
+def _release_lock(path: str) -> None:
+    with _HELD_LOCK:
+        fd = _HELD.pop(path, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def remove_staging_dir(path: str) -> None:
     """Remove a staging directory of :func:`make_staging_dir` with its private parent (and
     whatever the harness left there, ``0o000`` directories included), and the runner's root
-    of staging directories once it is empty."""
+    of staging directories once it is empty. The parent's lock is let go of last."""
     parent = os.path.dirname(path)
     if os.path.basename(parent).startswith(STAGING_PREFIX) and os.path.basename(path) == "turn":
-        with contextlib.suppress(OSError):  # empty (the usual case): no descriptor needed,
-            os.rmdir(path)  # so a turn that ended for want of descriptors leaves nothing
-            os.rmdir(parent)
-        remove_tree(parent)
+        try:
+            with contextlib.suppress(OSError):  # empty (the usual case): no descriptor needed,
+                os.rmdir(path)  # so a turn that ended for want of descriptors leaves nothing
+                with contextlib.suppress(FileNotFoundError):  # (no lock file: see _hold_lock)
+                    os.unlink(os.path.join(parent, STAGING_LOCK))
+                os.rmdir(parent)
+            remove_tree(parent)
+        finally:
+            _release_lock(path)
         root = os.path.dirname(parent)
         if os.path.basename(root) == f"{STAGING_PREFIX}{os.geteuid()}":
             with contextlib.suppress(OSError):  # another turn's directory is in it: it stays
                 os.rmdir(root)
     else:
         remove_tree(path)
+
+
+def sweep_staging_root(root: str, keep: str = "") -> int:
+    """Remove the staging directories that runners which died without cleaning up (SIGKILL,
+    OOM, a dead parent; a SIGTERM without a handler in the process-group fallback) left in
+    ``root``, the runner's root of staging directories (:func:`staging_root`: this user's,
+    0700); the number removed. A directory goes only when this process can take its lock
+    (``flock``, not waiting): no process holds it, so its runner is gone. One whose lock is
+    held stays, whoever holds it (this process included). One without a lock file (a runner
+    of an older version, or one without a descriptor to spare) goes only once its parent was
+    last changed ``UNLOCKED_STALE_S`` (a day) ago. Nothing is followed: an entry that is not a
+    directory of this user (a symlink) or whose lock is not a regular file is left alone.
+    Bounded: the first ``SWEEP_SCAN`` entries are looked at and at most ``SWEEP_REMOVE``
+    directories removed per call (each new turn calls it). Errors are ignored (a sweep never
+    fails a turn)."""
+    removed = 0
+    try:
+        rfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(rfd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return 0
+        with os.scandir(rfd) as entries:
+            names = [e.name for e in itertools.islice(entries, SWEEP_SCAN)]
+        for name in names:
+            if removed >= SWEEP_REMOVE:
+                break
+            if name.startswith(STAGING_PREFIX) and name != keep:
+                removed += _sweep_one(rfd, root, name)
+    except OSError:
+        pass
+    finally:
+        os.close(rfd)
+    return removed
+
+
+def _sweep_one(rfd: int, root: str, name: str) -> bool:
+    """Remove ``root/name`` if its runner is dead (see :func:`sweep_staging_root`), holding
+    its lock while it goes so that no other sweep works on it at the same time."""
+    try:
+        dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=rfd)
+    except OSError:
+        return False  # gone, a symlink, not a directory
+    lock = None
+    try:
+        st = os.fstat(dfd)
+        if st.st_uid != os.geteuid():
+            return False
+        try:  # (O_NONBLOCK: a planted FIFO does not hang the open)
+            lock = os.open(
+                STAGING_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+            )
+        except FileNotFoundError:
+            if time.time() - st.st_mtime < UNLOCKED_STALE_S:
+                return False  # no lock file yet, or a recent runner of an older version
+        else:
+            if not stat.S_ISREG(os.fstat(lock).st_mode):
+                return False
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # held: its runner lives
+        path = os.path.join(root, name)
+        if not os.path.samestat(st, os.lstat(path)):
+            return False  # (replaced since it was opened)
+        remove_tree(path)
+        return not os.path.lexists(path)
+    except OSError:
+        return False
+    finally:
+        if lock is not None:
+            os.close(lock)
+        os.close(dfd)
 
 
 def remove_tree(path: str) -> None:
