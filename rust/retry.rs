@@ -259,17 +259,36 @@ pub fn format_ms(t: i128) -> Option<String> {
     let (days, rest) = (t.div_euclid(86_400_000), t.rem_euclid(86_400_000));
     let (y, m, d) = civil_from_days(days);
     let (secs, ms) = (rest / 1000, rest % 1000);
-    let mut text = format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+    // `{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}[.{ms:03}]Z`, written digit by digit (a
+    // rate-limit reading on every codex token count line: `format!` cost more than the rest)
+    let mut text = String::with_capacity(24);
+    let parts = [
+        (y, 4, "-"),
+        (m, 2, "-"),
+        (d, 2, "T"),
+        (secs / 3600, 2, ":"),
+        (secs / 60 % 60, 2, ":"),
+        (secs % 60, 2, ""),
+    ];
+    for (v, width, after) in parts {
+        push_digits(&mut text, v, width);
+        text.push_str(after);
+    }
     if ms != 0 {
-        text.push_str(&format!(".{ms:03}"));
+        text.push('.');
+        push_digits(&mut text, ms, 3);
     }
     text.push('Z');
     Some(text)
+}
+
+/// `v` (`0 <= v < 10^width`) as `width` decimal digits, zero-padded.
+fn push_digits(text: &mut String, v: i128, width: u32) {
+    let v = u32::try_from(v).unwrap_or(0);
+    for k in (0..width).rev() {
+        let digit = v / 10u32.pow(k) % 10;
+        text.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// A date-time (RFC 3339: `YYYY-MM-DD[T ]HH:MM[:SS[.frac]]` and a zone) as epoch
@@ -446,6 +465,10 @@ pub fn parse(message: &str) -> Retry {
         if i > 0 && is_alnum(at(b, i - 1)) {
             continue;
         }
+        // every key and phrase starts with one of these: the rest of the tables cannot match
+        if !matches!(at(b, i), Some(b'r' | b't' | b'a' | b'w' | b'u')) {
+            continue;
+        }
         for (k, kind) in KEYS {
             let end = i + k.len();
             if starts(b, i, k) && !(is_alnum(at(b, end)) || at(b, end) == Some(b'_')) {
@@ -508,6 +531,55 @@ mod tests {
         );
         assert_eq!(p("until 2026-02-30T00:00:00Z"), none);
         assert_eq!(p("try again in 30"), none);
+    }
+
+    #[test]
+    fn every_trigger_starts_with_a_first_byte_parse_tries() {
+        let firsts = KEYS
+            .iter()
+            .map(|(k, _)| *k)
+            .chain(DELAY_PHRASES.iter().copied())
+            .chain(TIME_PHRASES.iter().copied())
+            .map(|k| k.first().copied());
+        for c in firsts {
+            assert!(matches!(c, Some(b'r' | b't' | b'a' | b'w' | b'u')), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn format_ms_as_format() {
+        let min = days_from_civil(1, 1, 1) * 86_400_000;
+        let max = (days_from_civil(9999, 12, 31) + 1) * 86_400_000 - 1;
+        for t in [
+            min,
+            min + 1,
+            0,
+            1,
+            999,
+            1000,
+            1_760_000_000_000,
+            1_760_000_000_123,
+            -1,
+            -86_400_001,
+            max,
+        ] {
+            let (days, rest) = (t.div_euclid(86_400_000), t.rem_euclid(86_400_000));
+            let (y, m, d) = civil_from_days(days);
+            let (secs, ms) = (rest / 1000, rest % 1000);
+            let mut want = format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            );
+            if ms != 0 {
+                want.push_str(&format!(".{ms:03}"));
+            }
+            want.push('Z');
+            assert_eq!(format_ms(t), Some(want));
+        }
+        assert_eq!(format_ms(min - 1), None);
+        assert_eq!(format_ms(max + 1), None);
     }
 
     #[test]

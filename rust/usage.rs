@@ -378,7 +378,7 @@ pub fn epoch(ts: &str) -> Option<Ts> {
         let frac = ts.get(19..).unwrap_or("");
         let frac = frac.split(['Z', 'z', '+', '-']).next().unwrap_or("");
         let extra = if frac.len() > 1 && frac.starts_with('.') {
-            format!("0{frac}").parse::<f64>().ok()?
+            frac.parse::<f64>().ok()? // `.ddd` is `0.ddd`, no text made
         } else {
             0.0
         };
@@ -487,17 +487,17 @@ impl StreamFold {
                 ));
             }
         }
-        let mut sid: Option<String> = rec
-            .meta
-            .session_id
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned);
-        if sid.is_some() && self.first.is_some() && cumulative_dialect {
-            sid.clone_from(&self.first);
-        }
-        if let Some(s) = &sid {
+        // the event's session: the line's, or (a cumulative dialect's, once the stream named
+        // one) the stream's first; borrowed, copied only where it changes
+        let line_sid = rec.meta.session_id.filter(|s| !s.is_empty());
+        let first_sid = line_sid.is_some() && self.first.is_some() && cumulative_dialect;
+        if first_sid {
+            if self.current != self.first {
+                self.current.clone_from(&self.first);
+            }
+        } else if let Some(s) = line_sid {
             if self.first.is_none() {
-                self.first = Some(s.clone());
+                self.first = Some(s.to_owned());
                 if let Some(i) = self.scope_index(None) {
                     // usage before the stream named its session belongs to that session
                     let (_, early) = self.scopes.remove(i);
@@ -507,12 +507,12 @@ impl StreamFold {
                                 slot.1 = early;
                             }
                         }
-                        None => self.scopes.push((Some(s.clone()), early)),
+                        None => self.scopes.push((Some(s.to_owned()), early)),
                     }
                 }
             }
             if self.current.as_deref() != Some(s) {
-                self.current = Some(s.clone());
+                self.current = Some(s.to_owned());
             }
         }
         if self.dialect.is_none() {
@@ -531,8 +531,13 @@ impl StreamFold {
                 }
             }
             if ev.extra.as_deref().is_some_and(|x| x.continuation) {
-                if let Some(s) = &sid {
-                    self.continued.insert(s.clone());
+                let sid = if first_sid {
+                    self.first.clone()
+                } else {
+                    line_sid.map(str::to_owned)
+                };
+                if let Some(s) = sid {
+                    self.continued.insert(s);
                 }
             }
         }
@@ -550,18 +555,21 @@ impl StreamFold {
             }
         }
         if let (true, Some(req)) = (scope_name == "message", rec.meta.request_id) {
-            let key = match ev.message_id {
-                Some(m) => format!("m:{m}"),
-                None => format!("r:{req}"),
+            let (tag, id) = match ev.message_id {
+                Some(m) => ("m:", m),
+                None => ("r:", req),
             };
+            let mut key = String::with_capacity(tag.len() + id.len());
+            key.push_str(tag);
+            key.push_str(id);
             self.file_message(key, r, dialect, rec.meta.sidechain);
             return;
         }
-        let cur = self.current.clone();
-        let i = match self.scope_index(cur.as_deref()) {
+        let i = match self.scope_index(self.current.as_deref()) {
             Some(i) => i,
             None => {
-                self.scopes.push((cur.clone(), Scope::new(dialect)));
+                self.scopes
+                    .push((self.current.clone(), Scope::new(dialect)));
                 self.scopes.len() - 1
             }
         };
@@ -569,7 +577,7 @@ impl StreamFold {
             return;
         };
         if scope_name == "cumulative" {
-            if let (true, Some(c)) = (cumulative_dialect, &cur) {
+            if let (true, Some(c)) = (cumulative_dialect, &self.current) {
                 let continued = self.continued.contains(c);
                 let ts = rec.meta.timestamp.map(str::to_owned);
                 self.out
