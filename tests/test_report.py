@@ -156,6 +156,51 @@ def test_many_files_codex_resumed_threads(tmp_path, capsys):
     assert doc["total"]["inputTokens"] == 250 * 1000 and doc["total"]["outputTokens"] == 2000
 
 
+def test_fold_files_folds_the_next_batch_ahead_in_order_and_joins_it(tmp_path, monkeypatch):
+    """The next batch is folded on a thread while this one is merged: the names come in file
+    order, the look-ahead thread's error reaches the caller, and a caller that stops early
+    leaves no thread behind."""
+    import threading
+
+    from checkfu_fast import report
+    from checkfu_fast.usage import CoreFold
+
+    names = []
+    for i in range(5):
+        p = tmp_path / f"{i}.jsonl"
+        p.write_text(json.dumps({"type": "thread.started", "thread_id": f"t{i}"}) + "\n")
+        names.append(str(p))
+    monkeypatch.setattr(report, "BATCH", 2)
+    native = report._native_module()
+    fold = CoreFold(native)
+    got = [n for n, done in report.fold_files(fold, names) if done is not None]
+    assert got == names
+
+    calls = []
+    real = native._usage_fold_files
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(native, name)
+
+        def _usage_fold_files(self, files, *a, **k):
+            calls.append([f for f, _ in files])
+            if len(calls) == 2:
+                raise OSError("the second batch")
+            return real(files, *a, **k)
+
+    monkeypatch.setattr(report, "_native_module", lambda: Failing())
+    it = report.fold_files(CoreFold(native), names)
+    assert [next(it)[0], next(it)[0]] == names[:2]
+    with pytest.raises(OSError, match="the second batch"):
+        next(it)
+    calls.clear()
+    it = report.fold_files(CoreFold(native), names)
+    assert next(it)[0] == names[0]
+    it.close()  # stopped early: the look-ahead is waited for
+    assert not [t for t in threading.enumerate() if t.name == "checkfu-fast-report-ahead"]
+
+
 @needs_shared
 def test_a_big_stream_is_folded_without_keeping_its_events():
     """~16 MB of claude stream: the fold's Python allocations stay far below the events' size."""

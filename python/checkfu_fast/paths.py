@@ -71,6 +71,15 @@ def _regular(path: str, st: os.stat_result | None = None) -> bool:
     return False
 
 
+def _is_file(e: os.DirEntry[str]) -> bool:
+    """True when ``e`` is a regular file (a symlink: what it points to), told by the type the
+    directory listing gives (no ``stat`` but for a link); False when unsure."""
+    try:
+        return e.is_file()
+    except OSError:
+        return False
+
+
 def is_stream_name(name: str) -> bool:
     """True when a file of this name in a directory is taken (see the module doc)."""
     return not name.startswith(".") and name.endswith(SUFFIXES)
@@ -122,6 +131,9 @@ def walk(
         for e in files:
             name = e.name
             if name.startswith(".") or (suffixes is not None and not name.endswith(suffixes)):
+                continue
+            if stats is None and _is_file(e):  # the directory's own entry type: no stat
+                yield e.path
                 continue
             try:
                 fst: os.stat_result | None = e.stat()

@@ -22,8 +22,9 @@ import json
 import math
 import os
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
@@ -59,7 +60,7 @@ FOLD_FIELDS = (
     "sidechain",
     "cwd",
 )
-# files folded by the core at a time (on every core), merged in order before the next
+# files folded by the core at a time (on every core), merged in order while the next is folded
 BATCH = 64
 # Normalizer's default budgets (max_line_bytes, max_depth, max_nodes)
 BUDGET = (64 << 20, 64, 1_000_000)
@@ -202,51 +203,107 @@ def fold_files(
     per name in order, ``(name, (known, unknown))`` once it is merged, or ``(name, None)``
     where the caller must fold it itself (:func:`fold_stream`): ``-``, a file the core could
     not read (the caller then meets the same error) or one with what only the Python fold
-    reads right, and every file when the core is absent. A name is yielded before the next
-    batch is read, so the caller's fold stays in file order."""
+    reads right, and every file when the core is absent. Names are yielded in file order, so
+    the caller's fold stays in it; the next batch is folded on a thread of its own
+    (:class:`_Ahead`, the GIL released) while the caller merges this one's."""
     native = _native_module()
     core = isinstance(fold, CoreFold)
     if not isinstance(dialect, str):
         cache = None  # a mapping file's dialect may change under the same name
-    for batch in core_batches(names, native is not None):
-        if isinstance(batch, str):
-            yield batch, None
-            continue
+
+    def results_of(batch: list[str]) -> list[Any]:
         projects = [claude_project(n) for n in batch]
         if cache is None:
-            results = native._usage_fold_files(
-                list(zip(batch, projects, strict=True)),
+            return list(
+                native._usage_fold_files(
+                    list(zip(batch, projects, strict=True)),
+                    _native_dialect(dialect),
+                    *BUDGET,
+                    jobs,
+                    **({"handles": True} if core else {}),
+                )
+            )
+        # unchanged files from the cache; one that grew read from where it ended
+        return list(
+            cache.fold(native, batch, projects, dialect, _native_dialect(dialect), BUDGET, jobs)
+        )
+
+    batches = list(core_batches(names, native is not None))
+    ahead: _Ahead | None = None
+    try:
+        for i, batch in enumerate(batches):
+            if isinstance(batch, str):
+                yield batch, None
+                continue
+            results = ahead.get() if ahead is not None else results_of(batch)
+            # the next batch folded (the GIL released) while this one is merged and yielded
+            nxt = batches[i + 1] if i + 1 < len(batches) else None
+            ahead = _Ahead(results_of, nxt) if isinstance(nxt, list) else None
+            yield from _merged(fold, native, core, dialect, batch, results)
+    finally:
+        if ahead is not None:
+            ahead.join()
+
+
+class _Ahead(threading.Thread):
+    """``fn(arg)`` on a thread of its own, started at once; :meth:`get` waits for its result
+    (or raises what it raised)."""
+
+    def __init__(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        super().__init__(name="checkfu-fast-report-ahead", daemon=True)
+        self.fn, self.arg = fn, arg
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn(self.arg)
+        except BaseException as exc:  # handed to the caller as it is (get)
+            self.error = exc
+
+    def get(self) -> Any:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _merged(
+    fold: UsageFold | CoreFold,
+    native: Any,
+    core: bool,
+    dialect: Any,
+    batch: list[str],
+    results: list[Any],
+) -> Iterator[tuple[str, tuple[int, int] | None]]:
+    """:func:`fold_files`' yields for one batch's ``results``, each merged into ``fold``."""
+    take = _hit if core else _summary
+    done = [None if res is None else take(res) for res in results]
+    for name, got in zip(batch, done, strict=True):
+        if got is None:
+            yield name, None
+            continue
+        summary, known, unknown = got
+        try:
+            fold.merge(summary)
+        except (ValueError, OverflowError):
+            if not core:
+                raise
+            # a cache entry the core refuses (checked as merged): the file read again
+            res = native._usage_fold_files(
+                [(name, claude_project(name))],
                 _native_dialect(dialect),
                 *BUDGET,
-                jobs,
-                **({"handles": True} if core else {}),
-            )
-        else:  # unchanged files from the cache; one that grew read from where it ended
-            results = cache.fold(
-                native, batch, projects, dialect, _native_dialect(dialect), BUDGET, jobs
-            )
-        take = _hit if core else _summary
-        done = [None if res is None else take(res) for res in results]
-        for k, (name, got) in enumerate(zip(batch, done, strict=True)):
-            if got is None:
+                1,
+                handles=True,
+            )[0]
+            if res is None:
                 yield name, None
                 continue
-            summary, known, unknown = got
-            try:
-                fold.merge(summary)
-            except (ValueError, OverflowError):
-                if not core:
-                    raise
-                # a cache entry the core refuses (checked as merged): the file read again
-                res = native._usage_fold_files(
-                    [(name, projects[k])], _native_dialect(dialect), *BUDGET, 1, handles=True
-                )[0]
-                if res is None:
-                    yield name, None
-                    continue
-                summary, known, unknown = res
-                fold.merge(summary)
-            yield name, (known, unknown)
+            summary, known, unknown = res
+            fold.merge(summary)
+        yield name, (known, unknown)
 
 
 def _summary(res: Any) -> tuple[StreamSummary, int, int] | None:
