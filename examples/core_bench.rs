@@ -60,6 +60,7 @@ fn ours_normalize(data: &[u8]) -> usize {
     let b = Budget::default();
     let mut engine = _native::normalize::Engine::new(None, b);
     let mut n = 0;
+    let mut ctx = _native::dialect::Context::default();
     let mut run =
         |engine: &_native::normalize::Engine, items: &[_native::normalize::Item], chunk: &[u8]| {
             let Some(d) = engine.dialect() else {
@@ -69,7 +70,7 @@ fn ours_normalize(data: &[u8]) -> usize {
                 if let Ok(Some(p)) =
                     _native::normalize::prepare(it.span.bytes(chunk), it.span.total, &b)
                 {
-                    n += _native::normalize::map_line(it.span.position, 0, &p, d)
+                    n += _native::normalize::map_line(it.span.position, 0, &p, d, &mut ctx)
                         .events
                         .len();
                 }

@@ -1,6 +1,8 @@
 //! The dialect interface and the closed set of compiled-in dialects.
 //!
-//! A dialect maps one parsed JSON object to events; it is pure and stateless per line. Adding a
+//! A dialect maps one parsed JSON object to events; it is pure per line, but for the one slot of
+//! per-stream state a stream's engine keeps for it, its [`Context`] (the model a codex rollout
+//! runs, named by its `turn_context` lines and put on its later usage readings). Adding a
 //! dialect is one new file under `dialects/`, one variant here and its name in [`DIALECTS`].
 
 use std::sync::Arc;
@@ -17,11 +19,41 @@ pub const DIALECTS: [&str; 9] = [
     "claude", "cursor", "codex", "north", "pi", "grok", "canary", "opencode", "solweb",
 ];
 
+/// What a stream's dialect learned from its earlier lines: owned by the stream's engine (one
+/// per stream, empty at its start), updated by [`Dialect::learn`] before each object line is
+/// mapped and read by [`Dialect::map_in`]. A line that touches the context sets all of it, so
+/// the context at any point is the one the last touching line before it set: a split range
+/// starts with that ([`crate::split`]), a report checkpoint keeps it ([`crate::usage`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The model the stream runs as its lines last named it (codex `turn_context`).
+    pub model: Option<String>,
+}
+
 /// One agent CLI's stream format.
 pub trait Dialect {
     /// The events for one line whose JSON value is an object (`v.is_object()`); an empty result
     /// becomes `status/unknown`.
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>);
+
+    /// Update `ctx` from an object line; true when the line touches it (default: no line does).
+    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
+        let _ = (v, ctx);
+        false
+    }
+
+    /// [`Dialect::map`] with the stream's context (default: the context is not read).
+    fn map_in<'v>(&self, v: &'v Value<'v>, ctx: &Context, out: &mut Vec<Event<'v>>) {
+        let _ = ctx;
+        self.map(v, out)
+    }
+
+    /// Bytes that every line touching the context holds in its text (the JSON as written, before
+    /// unescaping), or a `\u` escape: lines without either are skipped by a split's search for
+    /// the context at a cut. `None`: no line touches it.
+    fn context_mark(&self) -> Option<&'static [u8]> {
+        None
+    }
 
     /// Line-level fields (session id, parent tool use, native type).
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
@@ -91,6 +123,43 @@ impl AnyDialect {
             AnyDialect::Grok => Grok.map(v, out),
             AnyDialect::Opencode => Opencode.map(v, out),
             AnyDialect::Mapped(m) => m.map(v, out),
+        }
+    }
+
+    /// [`Dialect::learn`] (a mapping file keeps no context).
+    pub fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
+        match self {
+            AnyDialect::Claude => Claude.learn(v, ctx),
+            AnyDialect::Cursor => Cursor.learn(v, ctx),
+            AnyDialect::Codex => Codex.learn(v, ctx),
+            AnyDialect::Pi => Pi.learn(v, ctx),
+            AnyDialect::Grok => Grok.learn(v, ctx),
+            AnyDialect::Opencode => Opencode.learn(v, ctx),
+            AnyDialect::Mapped(_) => false,
+        }
+    }
+
+    pub fn map_in<'v>(&self, v: &'v Value<'v>, ctx: &Context, out: &mut Vec<Event<'v>>) {
+        match self {
+            AnyDialect::Claude => Claude.map_in(v, ctx, out),
+            AnyDialect::Cursor => Cursor.map_in(v, ctx, out),
+            AnyDialect::Codex => Codex.map_in(v, ctx, out),
+            AnyDialect::Pi => Pi.map_in(v, ctx, out),
+            AnyDialect::Grok => Grok.map_in(v, ctx, out),
+            AnyDialect::Opencode => Opencode.map_in(v, ctx, out),
+            AnyDialect::Mapped(m) => m.map(v, out),
+        }
+    }
+
+    pub fn context_mark(&self) -> Option<&'static [u8]> {
+        match self {
+            AnyDialect::Claude => Claude.context_mark(),
+            AnyDialect::Cursor => Cursor.context_mark(),
+            AnyDialect::Codex => Codex.context_mark(),
+            AnyDialect::Pi => Pi.context_mark(),
+            AnyDialect::Grok => Grok.context_mark(),
+            AnyDialect::Opencode => Opencode.context_mark(),
+            AnyDialect::Mapped(_) => None,
         }
     }
 

@@ -16,7 +16,7 @@
 use std::io::Read;
 
 use crate::budget::{Budget, OutOfMemory};
-use crate::dialect::AnyDialect;
+use crate::dialect::{AnyDialect, Context};
 use crate::event::{Event, Num};
 use crate::fields::{self, Field, Sel, Ty, Val, Writer};
 use crate::normalize::{Engine, LineEvents};
@@ -514,17 +514,18 @@ impl Stream {
         }
     }
 
-    /// The stream for the part of a stream from byte `offset` on ([`Engine::resume`]): `seq`
-    /// numbered from 0 again (`split::rebase` renumbers).
+    /// The stream for the part of a stream from byte `offset` on ([`Engine::resume`], with the
+    /// dialect context there): `seq` numbered from 0 again (`split::rebase` renumbers).
     pub fn resume(
         dialect: AnyDialect,
         budget: Budget,
         source: Option<&str>,
         sel: Sel,
         offset: u64,
+        context: Context,
     ) -> Self {
         Stream {
-            engine: Engine::resume(dialect, budget, offset),
+            engine: Engine::resume(dialect, budget, offset, context),
             seq: 0,
             writer: LineWriter::new(source, sel),
         }

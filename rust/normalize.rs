@@ -2,13 +2,13 @@
 //!
 //! [`prepare`] turns one framed line into either a finished error/status event or a parsed value
 //! (blank check, budgets, UTF-8, JSON); [`map_line`] runs the dialect. Both are pure and borrow
-//! the line. [`Engine`] owns the only state a stream has: the framer, the `auto` decision and the
-//! lines held until it is made. Mirrors `reference/__init__.py`.
+//! the line. [`Engine`] owns the only state a stream has: the framer, the `auto` decision, the
+//! lines held until it is made and the dialect's [`Context`]. Mirrors `reference/__init__.py`.
 
 use std::borrow::Cow;
 
 use crate::budget::{self, Budget, OutOfMemory};
-use crate::dialect::AnyDialect;
+use crate::dialect::{AnyDialect, Context};
 use crate::event::{status, Event, LineMeta, Text};
 use crate::framing::{Framer, Span, Src, WideStream};
 use crate::parse;
@@ -387,12 +387,13 @@ fn unknown<'v>() -> Event<'v> {
     status("unknown", None)
 }
 
-/// Run the dialect over a prepared line.
+/// Run the dialect over a prepared line, the stream's `ctx` first updated from it.
 pub fn map_line<'v>(
     position: u64,
     size: u64,
     p: &'v Prepared<'v>,
     dialect: &AnyDialect,
+    ctx: &mut Context,
 ) -> LineEvents<'v> {
     let mut out = LineEvents {
         position,
@@ -420,7 +421,8 @@ pub fn map_line<'v>(
             out.repairs = *repairs;
             out.events.reserve_exact(1);
             if value.is_object() {
-                dialect.map(value, &mut out.events);
+                dialect.learn(value, ctx);
+                dialect.map_in(value, ctx, &mut out.events);
                 crate::event::classify_tools(&mut out.events);
                 out.meta = dialect.meta(value);
             }
@@ -507,6 +509,8 @@ pub struct Engine {
     stream_error: Option<StreamError>,
     /// `collapse_junk` ([`Collapse`]), applied in stream order by [`crate::sink::items`].
     pub collapse: Option<Collapse>,
+    /// The dialect's per-stream state, updated line by line by [`map_line`].
+    pub context: Context,
 }
 
 impl Engine {
@@ -522,21 +526,25 @@ impl Engine {
             finished: false,
             stream_error: None,
             collapse: None,
+            context: Context::default(),
         }
     }
 
     /// The engine for the part of a stream from byte `offset` on, where the whole stream's
-    /// engine was [`Engine::split_ok`] with dialect `dialect` (`split.rs`).
-    pub fn resume(dialect: AnyDialect, budget: Budget, offset: u64) -> Self {
+    /// engine was [`Engine::split_ok`] with dialect `dialect` and its [`Engine::context`] was
+    /// `context` (`split.rs`).
+    pub fn resume(dialect: AnyDialect, budget: Budget, offset: u64, context: Context) -> Self {
         Engine {
             framer: Framer::resume(budget.max_line_bytes, offset),
+            context,
             ..Engine::new(Some(dialect), budget)
         }
     }
 
-    /// Nothing carried to the next line but the dialect: it is decided (no line held for
-    /// `auto`), the framer is between lines of a UTF-8 stream, and the stream is not finished.
-    /// At such a point the rest of the stream can be normalized by [`Engine::resume`] alone.
+    /// Nothing carried to the next line but the dialect and its context: the dialect is decided
+    /// (no line held for `auto`), the framer is between lines of a UTF-8 stream, and the stream
+    /// is not finished. At such a point the rest of the stream can be normalized by
+    /// [`Engine::resume`] alone.
     pub fn split_ok(&self) -> bool {
         self.dialect.is_some() && self.held.is_empty() && self.framer.is_idle() && !self.finished
     }

@@ -82,6 +82,7 @@ pub fn items<S: Sink>(
     let dialect = &dialect;
     let budget = &engine.budget;
     let collapse = &mut engine.collapse;
+    let context = &mut engine.context;
     let group_max = sink.group_bytes();
     let mut start = 0;
     while start < items.len() {
@@ -116,13 +117,15 @@ pub fn items<S: Sink>(
             }
             Ok::<_, OutOfMemory>(ready)
         })?;
+        // in stream order: each line's dialect context is the one its earlier lines left
         let mapped = sink.work(bytes, || -> Vec<(LineEvents<'_>, Option<usize>)> {
             prepared
                 .iter()
                 .filter_map(|(p, it)| {
                     p.as_ref().map(|p| {
                         let size = it.span.bytes(chunk).len() as u64;
-                        (map_line(it.span.position, size, p, dialect), it.fallback)
+                        let rec = map_line(it.span.position, size, p, dialect, &mut *context);
+                        (rec, it.fallback)
                     })
                 })
                 .collect()

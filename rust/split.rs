@@ -14,8 +14,12 @@
 //!   the engine is [`Engine::split_ok`] (dialect decided, nothing held, between lines): the
 //!   ranges before it are merged into range 0, which is normalized by an ordinary stream (the
 //!   same decision, the same notice), and every later range gets the decided dialect.
-//! - the dialects themselves: `map` and `meta` take one parsed line (`&self`, no state between
-//!   lines), so nothing else crosses a line boundary.
+//! - the dialect's context ([`Context`]: the model a codex rollout's `turn_context` names for
+//!   the readings that follow): [`plan`] gives each range the context the stream has at its
+//!   start, the one set by the last line before it that touches it ([`contexts`]: found from
+//!   the cut backwards, by the dialect's [`AnyDialect::context_mark`], then prepared and learnt
+//!   as the engine would), and the range's engine starts with it. Otherwise `map` and `meta`
+//!   take one parsed line, so nothing else crosses a line boundary.
 //! - budgets are per line; an over-long line is kept whole in one range (a cut is never
 //!   inside a line); the last line without LF ends the last range (only its stream finishes).
 //! - a UTF-16/UTF-32 stream, or one where no cut is `split_ok` (say, only blank lines for
@@ -28,11 +32,11 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
-use crate::dialect::AnyDialect;
+use crate::dialect::{AnyDialect, Context};
 use crate::fields::Sel;
 use crate::framing::plain_start;
 use crate::jsonl::{Stream, READ_CHUNK};
-use crate::normalize::Engine;
+use crate::normalize::{prepare, Engine, Prepared};
 
 /// The range size `normalize_files` aims at (a file is split when it is larger than 1.5 times
 /// this). Big enough that the per-range costs (a thread task, an output buffer, the `seq`
@@ -154,12 +158,14 @@ pub fn ranges(src: &mut dyn Input, target: u64) -> io::Result<Vec<(u64, u64)>> {
     Ok(out)
 }
 
-/// How one input is normalized: its ranges, and the dialect of every range after the first
-/// (`None` when there is one range).
+/// How one input is normalized: its ranges, the dialect of every range after the first
+/// (`None` when there is one range), and the dialect context at the start of each range (the
+/// first's is empty).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub ranges: Vec<(u64, u64)>,
     pub resume: Option<AnyDialect>,
+    pub contexts: Vec<Context>,
 }
 
 impl Plan {
@@ -167,8 +173,141 @@ impl Plan {
         Plan {
             ranges: vec![(0, size)],
             resume: None,
+            contexts: vec![Context::default()],
         }
     }
+}
+
+/// Read exactly `buf.len()` bytes at `offset` (an error past the end: the input shrank).
+fn read_exact_at(src: &mut dyn Input, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    if src.read_at(offset, buf)? < buf.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the input shrank while it was split",
+        ));
+    }
+    Ok(())
+}
+
+/// The start of the line holding offset `at` (`lo` is a line start at or before it).
+fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
+    let mut buf = vec![0u8; PROBE];
+    let mut end = at;
+    while end > lo {
+        let start = end.saturating_sub(PROBE as u64).max(lo);
+        let block = buf
+            .get_mut(..usize::try_from(end - start).unwrap_or(0))
+            .unwrap_or_default();
+        read_exact_at(src, start, block)?;
+        if let Some(i) = memchr::memrchr(b'\n', block) {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(lo)
+}
+
+/// The offset of the LF that ends the line holding offset `at`, or `hi` (the span's end).
+fn line_end(src: &mut dyn Input, at: u64, hi: u64) -> io::Result<u64> {
+    let mut buf = vec![0u8; PROBE];
+    let mut pos = at;
+    while pos < hi {
+        let n = usize::try_from(hi - pos).unwrap_or(PROBE).min(PROBE);
+        let block = buf.get_mut(..n).unwrap_or_default();
+        read_exact_at(src, pos, block)?;
+        if let Some(i) = memchr::memchr(b'\n', block) {
+            return Ok(pos + i as u64);
+        }
+        pos += n as u64;
+    }
+    Ok(hi)
+}
+
+/// The context set by the last line of `[lo, hi)` (both line starts) that touches it, read as
+/// the engine reads it: a line holding the dialect's `mark` or a `\u` escape (the only ways a
+/// JSON text can spell the mark's characters), found from `hi` backwards, framed as the framer
+/// frames it (a BOM at offset 0 skipped, one CR before the LF dropped, over `max_line_bytes`:
+/// not a value), [`prepare`]d and given to [`AnyDialect::learn`].
+fn last_context(
+    src: &mut dyn Input,
+    lo: u64,
+    hi: u64,
+    dialect: &AnyDialect,
+    mark: &[u8],
+    budget: Budget,
+) -> io::Result<Option<Context>> {
+    let marks = [
+        memchr::memmem::FinderRev::new(mark),
+        memchr::memmem::FinderRev::new(b"\\u"),
+    ];
+    let overlap = mark.len().max(2) as u64 - 1;
+    let mut buf = vec![0u8; PROBE];
+    let mut end = hi;
+    while end > lo {
+        let start = end.saturating_sub(PROBE as u64).max(lo);
+        let block = buf
+            .get_mut(..usize::try_from(end - start).unwrap_or(0))
+            .unwrap_or_default();
+        read_exact_at(src, start, block)?;
+        let block: &[u8] = block;
+        let Some(hit) = marks.iter().filter_map(|f| f.rfind(block)).max() else {
+            // a mark across the block's start is found in the next block
+            end = if start == lo { lo } else { start + overlap };
+            continue;
+        };
+        let at = start + hit as u64;
+        let (ls, le) = (line_start(src, lo, at)?, line_end(src, at, hi)?);
+        // a line with a CR before its LF may be one byte over before the CR goes
+        if le - ls <= budget.max_line_bytes as u64 + 1 {
+            let mut line = Vec::new();
+            OutOfMemory::reserve(&mut line, usize::try_from(le - ls).unwrap_or(usize::MAX))
+                .map_err(io_oom)?;
+            line.resize(usize::try_from(le - ls).unwrap_or(0), 0);
+            read_exact_at(src, ls, &mut line)?;
+            let mut data = line.as_slice();
+            if ls == 0 {
+                data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
+            }
+            data = data.strip_suffix(b"\r").unwrap_or(data);
+            if data.len() <= budget.max_line_bytes {
+                if let Some(Prepared::Parsed { value, .. }) =
+                    prepare(data, None, &budget).map_err(io_oom)?
+                {
+                    let mut ctx = Context::default();
+                    if value.is_object() && dialect.learn(&value, &mut ctx) {
+                        return Ok(Some(ctx));
+                    }
+                }
+            }
+        }
+        end = ls;
+    }
+    Ok(None)
+}
+
+/// The dialect context at the start of each of `ranges`: for range `k > 0`, the one the last
+/// line of range `k - 1` that touches it sets ([`last_context`]), else range `k - 1`'s. Each
+/// range is searched from its end back to the last such line only (in a codex rollout, one
+/// per turn): all of the input only where no line touches it.
+pub fn contexts(
+    src: &mut dyn Input,
+    ranges: &[(u64, u64)],
+    dialect: &AnyDialect,
+    budget: Budget,
+) -> io::Result<Vec<Context>> {
+    let mut out: Vec<Context> = vec![Context::default()];
+    let Some(mark) = dialect.context_mark() else {
+        out.resize(ranges.len().max(1), Context::default());
+        return Ok(out);
+    };
+    for w in ranges.windows(2) {
+        if let &[(lo, _), (hi, _)] = w {
+            let found = last_context(src, lo, hi, dialect, mark, budget)?;
+            let prev = out.last().cloned().unwrap_or_default();
+            out.push(found.unwrap_or(prev));
+        }
+    }
+    Ok(out)
 }
 
 fn io_oom(e: OutOfMemory) -> io::Error {
@@ -383,12 +522,14 @@ pub fn plan(
                 return Ok(Plan::whole(size));
             }
         }
-        if engine.split_ok() {
+        if let (true, Some(d)) = (engine.split_ok(), engine.dialect().cloned()) {
             let mut out = vec![(0, end)];
             out.extend(cuts.get(i + 1..).unwrap_or_default().iter().copied());
+            let contexts = contexts(src, &out, &d, budget)?;
             return Ok(Plan {
                 ranges: out,
-                resume: engine.dialect().cloned(),
+                resume: Some(d),
+                contexts,
             });
         }
     }
@@ -446,7 +587,10 @@ pub fn range_stream(
     sel: Sel,
 ) -> Stream {
     match (k, &plan.resume, plan.ranges.get(k)) {
-        (1.., Some(d), Some(&(start, _))) => Stream::resume(d.clone(), budget, source, sel, start),
+        (1.., Some(d), Some(&(start, _))) => {
+            let context = plan.contexts.get(k).cloned().unwrap_or_default();
+            Stream::resume(d.clone(), budget, source, sel, start, context)
+        }
         _ => Stream::new(dialect, budget, source, sel),
     }
 }
@@ -873,6 +1017,91 @@ mod tests {
         let mut src: &[u8] = &wide;
         let p = plan(&mut src, None, Budget::default(), 4).ok();
         assert_eq!(p.map(|p| p.ranges.len()), Some(1));
+    }
+
+    /// A rollout whose `turn_context`s come before many cuts (one escaped, one over a small
+    /// `max_line_bytes`, one naming no model, one the first line after a BOM, CRLF lines).
+    fn rollout() -> Vec<u8> {
+        let tc = |m: &str| format!(r#"{{"type":"turn_context","payload":{{"model":"{m}"}}}}"#);
+        let count = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"output_tokens":1}}}}"#;
+        let text = r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":"turn_context \u00e9"}}"#;
+        let mut data = b"\xef\xbb\xbf".to_vec();
+        let mut line = |l: &str, crlf: bool| {
+            data.extend_from_slice(l.as_bytes());
+            data.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        };
+        line(&tc("gpt-first"), true);
+        for i in 0..6 {
+            line(count, i % 2 == 0);
+            line(text, false);
+        }
+        line(&tc("gpt-a"), false);
+        for _ in 0..8 {
+            line(count, false);
+        }
+        line(
+            r#"{"type":"turn\u005fcontext","payload":{"model":"gpt-escaped"}}"#,
+            true,
+        );
+        line(count, false);
+        line(text, false);
+        line(text, false);
+        line(&tc(&format!("gpt-long{}", "x".repeat(300))), false);
+        line(count, false);
+        line(
+            r#"{"type":"turn_context","payload":{"cwd":"/no/model"}}"#,
+            false,
+        );
+        line(count, false);
+        line(&tc("gpt-b"), false);
+        for _ in 0..5 {
+            line(count, true);
+        }
+        data
+    }
+
+    #[test]
+    fn split_keeps_the_dialect_context() {
+        let data = rollout();
+        let small = Budget {
+            max_line_bytes: 200,
+            ..Budget::default()
+        };
+        for t in [1, 50, 120, 333, 1000] {
+            same(&data, None, t);
+            same(&data, Some(AnyDialect::Codex), t);
+            let whole = crate::jsonl::normalize_jsonl(&data, None, small, Sel::ALL);
+            let split = normalize_split(&data, None, small, t);
+            assert_eq!(split.ok(), whole.ok(), "target {t}, small budget");
+        }
+        // not vacuous: the readings name their models, and the ranges start with them
+        let whole = crate::jsonl::normalize_jsonl(&data, None, Budget::default(), Sel::ALL)
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&whole);
+        for m in ["gpt-first", "gpt-a", "gpt-escaped", "gpt-longxxx", "gpt-b"] {
+            assert!(text.contains(&format!(r#""model":"{m}"#)), "{m}");
+        }
+        let mut src: &[u8] = &data;
+        let p = plan(&mut src, None, Budget::default(), 50).ok();
+        let models: Vec<Option<String>> = p
+            .map(|p| p.contexts.into_iter().map(|c| c.model).collect())
+            .unwrap_or_default();
+        assert!(models.len() > 10);
+        assert_eq!(models.first(), Some(&None));
+        assert_eq!(
+            models.get(1).cloned().flatten().as_deref(),
+            Some("gpt-first")
+        );
+        assert_eq!(models.last().cloned().flatten().as_deref(), Some("gpt-b"));
+        assert!(models.iter().any(|m| m.as_deref() == Some("gpt-escaped")));
+        // with lines over max_line_bytes, the long one names nothing
+        let mut src: &[u8] = &data;
+        let p = plan(&mut src, None, small, 50).ok();
+        assert!(p.is_some_and(|p| p.contexts.iter().all(|c| !c
+            .model
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("gpt-long"))));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::io;
 use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
-use crate::dialect::AnyDialect;
+use crate::dialect::{AnyDialect, Context};
 use crate::event::{Event, Num};
 use crate::normalize::{Engine, LineEvents};
 use crate::sink::{self, Sink};
@@ -679,7 +679,8 @@ impl StreamFold {
 }
 
 /// Where the fold of an append-only file goes on when it grows: after its last byte folded,
-/// a line's end where the engine carries nothing but the dialect ([`Engine::split_ok`]), the
+/// a line's end where the engine carries nothing but the dialect and its context
+/// ([`Engine::split_ok`]), the
 /// fold's state (what [`StreamFold`] carries from line to line besides the readings already in
 /// its summary) and hashes of the bytes that must still be there for the rest to be the same
 /// stream: the first and the last [`CHECK`] bytes folded.
@@ -693,6 +694,8 @@ pub struct Checkpoint {
     pub tail: u64,
     /// The dialect the engine decided.
     pub engine: &'static str,
+    /// The dialect's context there (the model a codex rollout runs).
+    pub context: Context,
     pub state: FoldState,
 }
 
@@ -936,7 +939,7 @@ pub fn fold_file_from(
             Some((r, engine, ends)) => {
                 let offset = r.checkpoint.offset;
                 (
-                    Engine::resume(engine, budget, offset),
+                    Engine::resume(engine, budget, offset, r.checkpoint.context.clone()),
                     StreamFold::restore(r),
                     ends,
                     offset,
@@ -985,6 +988,7 @@ pub fn fold_file_from(
                 head: fnv1a(&ends.head),
                 tail: fnv1a(&ends.last),
                 engine: d.name(),
+                context: engine.context.clone(),
                 state: fold.state(),
             }),
             _ => None,

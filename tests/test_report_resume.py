@@ -196,3 +196,32 @@ def test_a_damaged_checkpoint_reads_the_file_whole(tmp_path) -> None:
         (got,) = native._usage_fold_resume([(str(t), None, damage)], "auto", *BUDGET)
         assert got[4] is False
         assert json.loads(json.dumps(list(got[:3]))) == json.loads(json.dumps(list(whole)))
+
+
+def test_the_checkpoint_keeps_the_dialect_context(tmp_path) -> None:
+    """The engine's dialect context at the checkpoint (the model of the rollout's last
+    ``turn_context``) is kept: the resumed part's readings name it themselves, whatever the
+    fold's own model (cleared here)."""
+    t = tmp_path / "t.jsonl"
+    data = lines("codex-rollout.jsonl")
+    assert b'"turn_context"' in data[3]
+    t.write_bytes(b"".join(data[:4]))
+    (first,) = native._usage_fold_resume([(str(t), None, None)], "auto", *BUDGET)
+    checkpoint = list(first[3])
+    assert checkpoint[12] == "gpt-5.5"
+    checkpoint[9] = None  # the fold's own model
+    t.write_bytes(b"".join(data))
+    (whole,) = native._usage_fold_files([(str(t), None)], "auto", *BUDGET)
+    (got,) = native._usage_fold_resume(
+        [(str(t), None, [*first[:3], checkpoint, first[5]])], "auto", *BUDGET
+    )
+    assert got[4] is True
+    assert json.loads(json.dumps(list(got[:3]))) == json.loads(json.dumps(list(whole)))
+    assert "gpt-5.5" in json.dumps(whole) and "unknown" not in json.dumps(whole[0][0])
+    # without it, the resumed readings name none
+    checkpoint[12] = None
+    (bare,) = native._usage_fold_resume(
+        [(str(t), None, [*first[:3], checkpoint, first[5]])], "auto", *BUDGET
+    )
+    assert bare[4] is True
+    assert json.loads(json.dumps(list(bare[:3]))) != json.loads(json.dumps(list(whole)))

@@ -50,7 +50,8 @@ def test_the_goldens_are_really_split() -> None:
     split = 0
     for p in GOLDEN:
         data = p.read_bytes()
-        ranges, resume = _native._split_plan(str(p), "auto", 97)
+        ranges, resume, models = _native._split_plan(str(p), "auto", 97)
+        assert len(models) == len(ranges) and models[0] is None
         assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
         for (_, a), (b, _) in itertools.pairwise(ranges):
             assert a == b and data[a - 1 : a] == b"\n"
@@ -133,3 +134,39 @@ def test_split_equals_sequential_on_generated_streams(
         [p], dialect=dialect, jobs=2, _split_bytes=size, **budgets
     )
     assert got == want
+
+
+def test_a_range_starts_with_the_model_of_the_last_turn_context(tmp_path: Path) -> None:
+    """A codex rollout's usage readings name the model of the last ``turn_context`` before them
+    (docs/events.md): a range cut after it starts with that model (the plan's ``models``), in
+    ``normalize_files`` and in the private range calls ``checkfu_fast.dask`` makes."""
+    tc = b'{"type":"turn_context","payload":{"cwd":"/p","model":"%s"}}\n'
+    count = (
+        b'{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":'
+        b'{"input_tokens":%d,"output_tokens":1}}}}\n'
+    )
+    data = b"".join(
+        [tc % b"gpt-a"]
+        + [count % i for i in range(1, 20)]
+        + [tc % b"gpt-b"]
+        + [count % i for i in range(20, 40)]
+    )
+    p = write(tmp_path, data)
+    want = checkfu_fast.normalize_jsonl(data)
+    models = [
+        json.loads(line)["usage"]["model"] for line in want.splitlines() if b'"usage"' in line
+    ]
+    assert models == ["gpt-a"] * 19 + ["gpt-b"] * 20
+    for size in (1, 150, 1000):
+        (got,) = checkfu_fast.normalize_files([p], jobs=2, _split_bytes=size)
+        assert got == want, size
+    ranges, resume, plan_models = _native._split_plan(str(p), "auto", 150)
+    assert resume == "codex" and len(ranges) > 10
+    assert plan_models[0] is None
+    assert set(plan_models[1:]) == {"gpt-a", "gpt-b"}
+    events = []
+    for k, ((start, end), model) in enumerate(zip(ranges, plan_models, strict=True)):
+        d = "auto" if k == 0 else resume
+        last = k + 1 == len(ranges)
+        events += _native._normalize_range(data[start:end], d, start, last, model=model)
+    assert [e["usage"]["model"] for e in events if e["kind"] == "usage"] == models

@@ -144,6 +144,7 @@ fn records(
     chunks: &[usize],
 ) -> Vec<(u64, String)> {
     let mut engine = Engine::new(Some(d.clone()), budget);
+    let mut ctx = _native::dialect::Context::default();
     let mut out = Vec::new();
     let mut rest = data;
     let mut sizes = chunks.iter();
@@ -171,7 +172,7 @@ fn records(
             let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) else {
                 continue;
             };
-            let rec = map_line(it.span.position, bytes.len() as u64, &p, d);
+            let rec = map_line(it.span.position, bytes.len() as u64, &p, d, &mut ctx);
             assert!(!rec.events.is_empty(), "a non-blank line gave no event");
             assert_eq!(rec.dialect, name, "a line named another dialect");
             for e in &rec.events {

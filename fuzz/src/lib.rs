@@ -28,6 +28,7 @@ pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
     let (sizes, body) = data.split_at(data.len().min(2));
     let step = 1 + sizes.iter().fold(0usize, |a, b| a * 7 + usize::from(*b)) % 97;
     let mut engine = Engine::new(dialect, budget);
+    let mut ctx = _native::dialect::Context::default();
     let mut lines = 0usize;
     let mut emitted = 0usize;
     let mut chunks: Vec<&[u8]> = body.chunks(step).collect();
@@ -47,7 +48,7 @@ pub fn pipeline(data: &[u8], dialect: Option<AnyDialect>, budget: Budget) {
             let bytes = it.span.bytes(chunk);
             if let Ok(Some(p)) = prepare(bytes, it.span.total, &budget) {
                 lines += 1;
-                let rec = map_line(it.span.position, bytes.len() as u64, &p, &d);
+                let rec = map_line(it.span.position, bytes.len() as u64, &p, &d, &mut ctx);
                 assert!(!rec.events.is_empty(), "a non-blank line gave no event");
                 emitted += rec.events.len();
             }

@@ -333,10 +333,10 @@ def normalize_files(
     name>.events.jsonl``, ``~2``, ``~3``... for repeated names) and the list of the paths written
     is returned. Files are read in 1 MiB chunks. With more threads than files a file larger than
     12 MiB is cut at newlines into ranges of about 8 MiB that are normalized in parallel and
-    joined (``seq`` renumbered; nothing but the dialect crosses a cut, rust/split.rs), with the
-    same bytes as one stream. Raises the ``OSError`` of the first file that could not be read
-    or written, after all files were processed. ``_split_bytes`` (private, for tests) sets the
-    range size and splits with any thread count.
+    joined (``seq`` renumbered; nothing but the dialect and its context crosses a cut,
+    rust/split.rs), with the same bytes as one stream. Raises the ``OSError`` of the first file
+    that could not be read or written, after all files were processed. ``_split_bytes``
+    (private, for tests) sets the range size and splits with any thread count.
 
     ``format="arrow"`` without ``out_dir``: each file's events as one Arrow object (what
     :func:`normalize_arrow` of its contents gives: ``pyarrow.table(x)``, ``polars.DataFrame(x)``

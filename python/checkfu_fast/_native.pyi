@@ -133,8 +133,10 @@ def _normalize_range_arrow(
     max_nodes: int = 1000000,
     batch_rows: int = ...,
     fields: _Fields = None,
+    model: str | None = None,
 ) -> ArrowEvents:
-    """Private: the Arrow batches of one range of a ``_split_plan``."""
+    """Private: the Arrow batches of one range of a ``_split_plan`` (``model``: the plan's
+    model for the range)."""
 
 def _normalize_files_arrow(
     inputs: list[str],
@@ -155,9 +157,10 @@ def _split_plan(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
-) -> tuple[list[tuple[int, int]], str | None]:
-    """Private: ``(ranges, resume)``: a file's byte ranges cut at newlines (rust/split.rs) and
-    the dialect name of every range after the first (None for one range)."""
+) -> tuple[list[tuple[int, int]], str | None, list[str | None]]:
+    """Private: ``(ranges, resume, models)``: a file's byte ranges cut at newlines
+    (rust/split.rs), the dialect name of every range after the first (None for one range), and
+    per range the model of the dialect context at its start (codex ``turn_context``)."""
 
 def _normalize_range(
     data: bytes,
@@ -168,8 +171,10 @@ def _normalize_range(
     max_depth: int = 64,
     max_nodes: int = 1000000,
     fields: _Fields = None,
+    model: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range)."""
+    """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range;
+    ``model``: the plan's model for the range)."""
 
 def validate_journal(
     data: bytes,

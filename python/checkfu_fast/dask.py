@@ -9,15 +9,16 @@ column (the file's path): the columns of docs/arrow.md, Arrow-backed pandas dtyp
 
 Partitions: one per file, and a file larger than ``split_bytes`` is cut at newlines into byte
 ranges of about that size, one partition each (the range logic of ``normalize_files``,
-rust/split.rs: nothing but the dialect crosses a cut; range 0 is normalized as the stream's
-head, every later range resumed at its offset with the dialect the head decided, built by the
-core as Arrow batches). ``seq`` runs on across the ranges of a file: the graph holds each
-range's event count, and a range's partition adds the counts of the ranges before it (all in
-one graph, so each range is normalized once per compute).
+rust/split.rs: nothing but the dialect and its context crosses a cut; range 0 is normalized as
+the stream's head, every later range resumed at its offset with the dialect the head decided and
+the context at the cut (the model a codex rollout's last ``turn_context`` before it names),
+built by the core as Arrow batches). ``seq`` runs on across the ranges of a file: the graph
+holds each range's event count, and a range's partition adds the counts of the ranges before it
+(all in one graph, so each range is normalized once per compute).
 
-The split plan (the cut offsets, and the dialect ``auto`` decides from the head) is made on the
-client when ``read_events`` is called: the client and the workers must see the same files.
-Workers read only their byte range.
+The split plan (the cut offsets, the dialect ``auto`` decides from the head, and the context at
+each cut) is made on the client when ``read_events`` is called: the client and the workers must
+see the same files. Workers read only their byte range.
 """
 
 from __future__ import annotations
@@ -84,13 +85,15 @@ def _partition(
     last: bool,
     budgets: tuple[int, int, int],
     fields: list[str] | None = None,
+    model: str | None = None,
 ) -> Frame:
-    """One range's rows, ``seq`` from 0 within the range."""
+    """One range's rows, ``seq`` from 0 within the range (``model``: the dialect context's at
+    its start, from the plan)."""
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
     batches = _native._normalize_range_arrow(
-        data, _native_dialect(dialect), start, last, *budgets, 65536, fields
+        data, _native_dialect(dialect), start, last, *budgets, 65536, fields, model
     )
     return events_frame(batches, path)
 
@@ -139,12 +142,14 @@ def read_events(
     native = _native_dialect(arg)
     parts = []
     for path in files:
-        ranges, resume = _native._split_plan(path, native, split_bytes, *budgets)
+        ranges, resume, models = _native._split_plan(path, native, split_bytes, *budgets)
         counts: list[Any] = []
         for k, (start, end) in enumerate(ranges):
             d = arg if k == 0 or dialect != "auto" else resume
             last = k + 1 == len(ranges)
-            frame = delayed(_partition, pure=True)(path, start, end, d, last, budgets, keep)
+            frame = delayed(_partition, pure=True)(
+                path, start, end, d, last, budgets, keep, models[k]
+            )
             parts.append(delayed(_shift, pure=True)(frame, *counts))
             counts.append(delayed(_count, pure=True)(frame))
     meta = events_frame(_native.normalize_arrow(b"", "auto", fields=keep), "")

@@ -31,7 +31,7 @@ from typing import Any
 from . import __version__
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
-VERSION = 4
+VERSION = 5
 FORMAT = "checkfu_fast report cache"
 MEMO_FORMAT = "checkfu_fast report memo"
 #: Bytes hashed from the start of each file.

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::dialect::Dialect;
+use crate::dialect::{Context, Dialect};
 use crate::event::{
     action, classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
     name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage,
@@ -14,6 +14,9 @@ use crate::event::{
 use crate::value::Value;
 
 pub struct Codex;
+
+/// The model of a reading that names none.
+const UNKNOWN: &str = "unknown";
 
 impl Dialect for Codex {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
@@ -100,6 +103,42 @@ impl Dialect for Codex {
             t if is_bare_item(t) => response_item(v, out),
             _ => {}
         }
+    }
+
+    /// A rollout's `turn_context` names the model of the readings that follow (a later one
+    /// that names another replaces it): a string `payload.model` sets it (`""`: none known),
+    /// a `turn_context` without one leaves it.
+    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
+        if !v.str_eq("type", "turn_context") {
+            return false;
+        }
+        match v
+            .get("payload")
+            .filter(|p| p.is_object())
+            .and_then(|p| p.str_at("model"))
+        {
+            Some(m) => {
+                ctx.model = Some(m).filter(|m| !m.is_empty()).map(str::to_owned);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A usage reading that names no model (`info.model`) gets the stream's.
+    fn map_in<'v>(&self, v: &'v Value<'v>, ctx: &Context, out: &mut Vec<Event<'v>>) {
+        self.map(v, out);
+        if let Some(m) = &ctx.model {
+            for u in out.iter_mut().filter_map(|e| e.usage.as_mut()) {
+                if u.model == UNKNOWN {
+                    u.model = Cow::Owned(m.clone());
+                }
+            }
+        }
+    }
+
+    fn context_mark(&self) -> Option<&'static [u8]> {
+        Some(b"turn_context")
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
@@ -1253,6 +1292,48 @@ mod tests {
                 );
             },
         );
+    }
+
+    /// The usage models of `lines` mapped in order with one context, as the engine does.
+    fn models(lines: &[&str]) -> Vec<String> {
+        let mut ctx = Context::default();
+        let mut got = Vec::new();
+        for line in lines {
+            let Ok((v, _)) = crate::parse::parse(line) else {
+                panic!("bad test json")
+            };
+            let mut out = Vec::new();
+            Codex.learn(&v, &mut ctx);
+            Codex.map_in(&v, &ctx, &mut out);
+            got.extend(
+                out.iter()
+                    .filter_map(|e| Some(e.usage.as_ref()?.model.to_string())),
+            );
+        }
+        got
+    }
+
+    #[test]
+    fn turn_context_names_the_model_of_later_readings() {
+        let tc =
+            |m: &str| format!(r#"{{"type":"turn_context","payload":{{"cwd":"/p","model":{m}}}}}"#);
+        let count = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"output_tokens":1}}}}"#;
+        let own = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":6,"output_tokens":1},"model":"own"}}}"#;
+        let (a, b, empty, null) = (tc("\"gpt-a\""), tc("\"gpt-b\""), tc("\"\""), tc("null"));
+        let no_model = r#"{"type":"turn_context","payload":{"cwd":"/p"}}"#;
+        assert_eq!(
+            models(&[count, &a, count, own, no_model, count, &null, count, &b, count]),
+            ["unknown", "gpt-a", "own", "gpt-a", "gpt-a", "gpt-b"]
+        );
+        // an empty model: none known from there on
+        assert_eq!(models(&[&a, count, &empty, count]), ["gpt-a", "unknown"]);
+        // the exec stream's usage too, once a turn_context named one
+        let done = r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#;
+        assert_eq!(models(&[done, &a, done]), ["unknown", "gpt-a"]);
+        // the line is a turn_context by its parsed type: an escaped spelling counts too
+        let escaped = r#"{"type":"turn\u005fcontext","payload":{"model":"gpt-e"}}"#;
+        assert_eq!(models(&[escaped, count]), ["gpt-e"]);
+        assert!(escaped.contains("\\u"));
     }
 
     #[test]

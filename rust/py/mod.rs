@@ -437,13 +437,14 @@ fn io_err(e: std::io::Error) -> PyErr {
     }
 }
 
-/// `(ranges, resume)` of [`_split_plan`].
-type SplitPlan = (Vec<(u64, u64)>, Option<&'static str>);
+/// `(ranges, resume, models)` of [`_split_plan`].
+type SplitPlan = (Vec<(u64, u64)>, Option<&'static str>, Vec<Option<String>>);
 
-/// Private (`checkfu_fast.dask`): the split plan of one file, `(ranges, resume)`: byte ranges
-/// `(start, end)` in order, cut right after LFs where nothing but the dialect crosses the cut
-/// (`split.rs`), and the name of the dialect of every range after the first (None for one
-/// range). The GIL is released.
+/// Private (`checkfu_fast.dask`): the split plan of one file, `(ranges, resume, models)`: byte
+/// ranges `(start, end)` in order, cut right after LFs where nothing but the dialect and its
+/// context crosses the cut (`split.rs`), the name of the dialect of every range after the first
+/// (None for one range), and per range the model of the dialect context at its start (None:
+/// none). The GIL is released.
 #[pyfunction]
 #[pyo3(signature = (path, dialect, split_bytes, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
 fn _split_plan<'py>(
@@ -466,20 +467,31 @@ fn _split_plan<'py>(
             split::plan(&mut src, dialect, budget, split_bytes)
         })
         .map_err(io_err)?;
-    Ok((plan.ranges, plan.resume.as_ref().map(AnyDialect::name)))
+    let models = plan.contexts.into_iter().map(|c| c.model).collect();
+    Ok((
+        plan.ranges,
+        plan.resume.as_ref().map(AnyDialect::name),
+        models,
+    ))
 }
 
 /// The engine for bytes `data` = range `[offset, ..)` of a stream split by `_split_plan`: range
 /// 0 (`offset == 0`) is the stream's head with `dialect`; a later range is resumed at `offset`
-/// with `dialect` (the plan's `resume`).
+/// with `dialect` (the plan's `resume`) and the dialect context's `model` (the plan's).
 pub(crate) fn range_engine(
     dialect: Option<AnyDialect>,
     budget: Budget,
     offset: u64,
+    model: Option<String>,
 ) -> PyResult<Engine> {
     match (offset, dialect) {
         (0, d) => Ok(Engine::new(d, budget)),
-        (_, Some(d)) => Ok(Engine::resume(d, budget, offset)),
+        (_, Some(d)) => Ok(Engine::resume(
+            d,
+            budget,
+            offset,
+            crate::dialect::Context { model },
+        )),
         (_, None) => Err(PyValueError::new_err(
             "a range after the first needs its plan's dialect, not auto",
         )),
@@ -487,10 +499,10 @@ pub(crate) fn range_engine(
 }
 
 /// Private (`checkfu_fast.dask`, tests): the event dicts of one range of a `_split_plan`
-/// ([`range_engine`]; the stream is finished only when `last`). `seq` counts from 0 within
-/// the range.
+/// ([`range_engine`], `model` the plan's for the range; the stream is finished only when
+/// `last`). `seq` counts from 0 within the range.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None))]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None, model = None))]
 #[allow(clippy::too_many_arguments)]
 fn _normalize_range<'py>(
     py: Python<'py>,
@@ -502,9 +514,10 @@ fn _normalize_range<'py>(
     max_depth: i64,
     max_nodes: i64,
     fields: Option<&Bound<'py, PyAny>>,
+    model: Option<String>,
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let engine = range_engine(dialect_arg(dialect)?, budget, offset)?;
+    let engine = range_engine(dialect_arg(dialect)?, budget, offset, model)?;
     let sel = fields_arg(fields)?;
     no_panic(|| dicts(py, engine, &data, last, sel))
 }

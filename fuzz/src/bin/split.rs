@@ -1,7 +1,7 @@
 //! Target: the split of a stream at newlines (`rust/split.rs`). Arbitrary bytes cut into
 //! ranges of a target size chosen by the input (1 to 256 bytes, so even tiny inputs are cut
 //! at many LFs), each range normalized apart (range 0 as the stream's head, the others
-//! resumed with the planned dialect at their offset) and joined with `seq` renumbered, must
+//! resumed with the planned dialect and dialect context at their offset) and joined with `seq` renumbered, must
 //! give exactly the bytes of `normalize_jsonl` of the whole input, for every dialect and
 //! `auto`, default and small budgets. Every planned range but the last ends right after an
 //! LF and the ranges cover the input in order.
@@ -35,6 +35,7 @@ pub extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
         }
     }
     assert_eq!(p.resume.is_some(), p.ranges.len() > 1);
+    assert_eq!(p.contexts.len(), p.ranges.len());
     let Ok(split) = normalize_split(data, d, budget, target) else {
         return 0;
     };

@@ -189,6 +189,9 @@ class Normalizer:
         self._collapse = bool(collapse_junk)
         self._junk_seen: set[str] = set()  # the junk kinds the current run gave an event for
         self.collapsed_lines = 0
+        # the dialect's per-stream state (rust/dialect.rs Context): its ``learn`` updates it from
+        # each object line before ``map_in`` maps the line with it
+        self._context: dict[str, Any] = {}
 
     def feed(self, chunk: bytes) -> list[Event]:
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
@@ -318,7 +321,13 @@ class Normalizer:
         if not isinstance(value, dict):
             self._push(_finish(p.position, dialect, UNKNOWN, p.raw, value, extra), out, p.size)
             return
-        events = module.map_line(value) or [UNKNOWN]
+        learn = getattr(module, "learn", None)
+        if learn is not None:
+            learn(value, self._context)
+        map_in = getattr(module, "map_in", None)
+        events = (
+            map_in(value, self._context) if map_in is not None else module.map_line(value)
+        ) or [UNKNOWN]
         classify_tools(events)
         m = module.meta(value)
         line_meta = {k: m[k] for k in _LINE_HEAD if k in m}

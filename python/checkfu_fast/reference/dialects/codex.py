@@ -118,6 +118,32 @@ def native_type(v: dict[str, Any]) -> Any:
     return v.get("type")
 
 
+def learn(v: dict[str, Any], ctx: dict[str, Any]) -> bool:
+    """A rollout's ``turn_context`` names the model of the readings that follow (a later one
+    that names another replaces it): a string ``payload.model`` sets it (``""``: none known), a
+    ``turn_context`` without one leaves it. True when the line touches the context."""
+    if v.get("type") != "turn_context":
+        return False
+    p = v.get("payload")
+    if not isinstance(p, dict) or not isinstance(p.get("model"), str):
+        return False
+    ctx["model"] = p["model"] or None
+    return True
+
+
+def map_in(v: dict[str, Any], ctx: dict[str, Any]) -> list[Event]:
+    """:func:`map_line`, a usage reading that names no model (``info.model``) given the
+    stream's."""
+    events = map_line(v)
+    model = ctx.get("model")
+    if model is not None:
+        for ev in events:
+            u = ev.get("usage")
+            if isinstance(u, dict) and u.get("model") == "unknown":
+                u["model"] = model
+    return events
+
+
 def map_line(v: dict[str, Any]) -> list[Event]:
     t = v.get("type")
     if isinstance(t, str) and isinstance(v.get("payload"), dict):
