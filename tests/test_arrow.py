@@ -175,18 +175,9 @@ def test_duckdb_reads_the_object_directly() -> None:
 # the README's query, word for word (keep the two in step)
 QUERY = """
 SET TimeZone = 'UTC';
-WITH events AS (
-  SELECT *, CAST(CAST("timestamp" AS TIMESTAMPTZ) AS DATE) AS day,
-         -- a codex rollout names its model on turn_context lines (status, text = the model)
-         last_value(CASE WHEN native_type = 'turn_context' THEN text END IGNORE NULLS)
-           OVER (PARTITION BY source ORDER BY seq) AS turn_model
-  FROM read_parquet('{path}')
-), readings AS (
-  -- a codex usage that names no model: the model of the latest turn_context before it
-  SELECT * REPLACE (CASE WHEN dialect = 'codex' AND usage_model = 'unknown'
-                         THEN coalesce(turn_model, usage_model) ELSE usage_model END
-                    AS usage_model)
-  FROM events WHERE kind = 'usage'
+WITH readings AS (
+  SELECT *, CAST(CAST("timestamp" AS TIMESTAMPTZ) AS DATE) AS day
+  FROM read_parquet('{path}') WHERE kind = 'usage'
 ), runs AS (
   -- a run's counter: its largest reading, on the day of its last reading
   SELECT usage_model AS model, max(day) AS day, max(usage_cost_usd) AS cost_usd,
@@ -217,22 +208,16 @@ def utc_day(ts: str | None) -> datetime.date | None:
 
 
 def readme_rule(paths: list[Path]) -> list[tuple]:
-    """The query's rule computed from normalize() events: a codex usage without a model takes
-    the latest turn_context's; per (file, session, model) the largest cumulative reading, on
-    the UTC day of its last reading; per claude session-file message (across files) the
-    winning reading; summed per (day, model)."""
+    """The query's rule computed from normalize() events: per (file, session, model) the
+    largest cumulative reading, on the UTC day of its last reading; per claude session-file
+    message (across files) the winning reading; summed per (day, model)."""
     runs: dict[tuple, list] = {}
     messages: dict[tuple, tuple] = {}
     for p in paths:
-        turn_model = None
         for ev in checkfu_fast.normalize(p.read_bytes()):
-            if ev.get("nativeType") == "turn_context" and ev["kind"] == "status":
-                turn_model = ev.get("text", turn_model)
             if ev["kind"] != "usage":
                 continue
-            u = dict(ev["usage"])
-            if ev["dialect"] == "codex" and u["model"] == "unknown" and turn_model is not None:
-                u["model"] = turn_model  # the model the rollout ran
+            u = ev["usage"]
             day = utc_day(ev.get("timestamp"))
             if ev.get("usageScope") == "cumulative":
                 key = (str(p), ev.get("sessionId"), u["model"])
@@ -281,9 +266,10 @@ def test_write_parquet_rows_and_the_readme_query(tmp_path: Path) -> None:
     expected = readme_rule(paths)
     assert len(result) == len(expected) > 0
     assert any(r[0] is not None for r in result) and any(r[2] is not None for r in result)
-    # the rollouts' usage is booked on the model they ran, as report books it (was "unknown"
-    # for every rollout; what stays "unknown" is a spawned thread's replayed parent counter,
-    # read before its first turn_context, which this simple query does not subtract)
+    # the rollouts' usage is booked on the model they ran, named by the events (a usage reading
+    # of a rollout names its latest turn_context's model); what stays "unknown" is a spawned
+    # thread's replayed parent counter, read before its first turn_context, which this simple
+    # query does not subtract
     dated = {r[1] for r in result if r[0] is not None}
     assert {"gpt-5.5", "gpt-5.5-mini", "gpt-5.5-codex"} <= dated, dated
     readme = (ROOT / "README.md").read_text()
