@@ -12,6 +12,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -225,6 +226,60 @@ def test_staging_dirs_have_a_private_per_turn_parent():
     parent = os.path.dirname(staging)
     assert os.path.basename(parent).startswith("checkfu-oneshot-")
     assert not os.path.exists(staging) and not os.path.exists(parent)  # both removed
+
+
+KILLED_RUNNER_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {tests!r})
+    from checkfu_fast.oneshot import TurnRequest, stream_turn
+    from livehelp import contract, harness
+    c = contract(output_mode="text", argv=["{{prompt_path}}"], prompt_transport="argv_path")
+    with stream_turn(c, TurnRequest({secret!r}), containment="process_group", deadline_s=60,
+                     **harness("wait-flag", {flag!r}, {started!r})) as s:
+        list(s)
+    """
+)
+
+
+def test_a_sigkilled_runners_turn_is_swept_by_the_next_turn_never_while_it_lives(
+    tmp_path, monkeypatch
+):
+    """The process-group fallback (no launcher to clean up after the runner): a runner
+    SIGKILLed mid-turn leaves its staging directory and staged prompt; the next turn of this
+    user removes them, but a turn started while the runner still lives leaves them alone."""
+    tmp = tmp_path / "tmp"  # a $TMPDIR of this test's own (here and in the runner)
+    tmp.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    flag, started = tmp_path / "flag", tmp_path / "started"
+    secret = "the killed runner's prompt 41c9"
+    code = KILLED_RUNNER_SCRIPT.format(
+        tests=str(Path(__file__).parent), secret=secret, flag=str(flag), started=str(started)
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": PYTHONPATH}
+    )
+    try:
+        for _ in range(1000):
+            if started.exists() or runner.poll() is not None:
+                break
+            threading.Event().wait(0.02)
+        assert started.exists()
+        root = tmp / f"checkfu-oneshot-{os.geteuid()}"
+        (parent,) = root.iterdir()
+        (prompt,) = (parent / "turn").iterdir()
+        assert prompt.read_text() == secret
+        echo = contract(output_mode="text", entrypoint="/bin/echo", argv=["hi"])
+        assert run_turn(echo, TurnRequest("go")).process.stdout == b"hi\n"
+        assert prompt.read_text() == secret  # its runner lives: its directory stays
+    finally:
+        runner.kill()
+        runner.wait()
+    assert prompt.read_text() == secret  # left behind by the killed runner
+    assert run_turn(echo, TurnRequest("go")).process.stdout == b"hi\n"
+    assert not parent.exists()  # removed by the next turn
+    assert os.listdir(tmp) == []
 
 
 # -- removal ---------------------------------------------------------------------------------------
