@@ -48,9 +48,9 @@ pub trait Dialect {
         self.map(v, out)
     }
 
-    /// Bytes that every line touching the context holds in its text (the JSON as written, before
-    /// unescaping), or a `\u` escape: lines without either are skipped by a split's search for
-    /// the context at a cut. `None`: no line touches it.
+    /// Bytes that every line touching the context holds in its text (the JSON as written, some
+    /// of them perhaps spelled as `\u00XX` escapes): lines without are skipped by a split's
+    /// search for the context at a cut. `None`: no line touches it.
     fn context_mark(&self) -> Option<&'static [u8]> {
         None
     }

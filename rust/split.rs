@@ -17,8 +17,8 @@
 //! - the dialect's context ([`Context`]: the model a codex rollout's `turn_context` names for
 //!   the readings that follow): [`plan`] gives each range the context the stream has at its
 //!   start, the one set by the last line before it that touches it ([`contexts`]: found from
-//!   the cut backwards, by the dialect's [`AnyDialect::context_mark`], then prepared and learnt
-//!   as the engine would), and the range's engine starts with it. Otherwise `map` and `meta`
+//!   the cut backwards by the dialect's [`AnyDialect::context_mark`] or a `\u00XX` escape of
+//!   one of its bytes, then prepared and learnt as the engine would), and the range's engine starts with it. Otherwise `map` and `meta`
 //!   take one parsed line, so nothing else crosses a line boundary.
 //! - budgets are per line; an over-long line is kept whole in one range (a cut is never
 //!   inside a line); the last line without LF ends the last range (only its stream finishes).
@@ -189,7 +189,8 @@ fn read_exact_at(src: &mut dyn Input, offset: u64, buf: &mut [u8]) -> io::Result
     Ok(())
 }
 
-/// The start of the line holding offset `at` (`lo` is a line start at or before it).
+/// Just after the last LF of `[lo, at)`, or `lo` (a line start): the start of a line that goes
+/// on from `at`.
 fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; PROBE];
     let mut end = at;
@@ -207,7 +208,7 @@ fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
     Ok(lo)
 }
 
-/// The offset of the LF that ends the line holding offset `at`, or `hi` (the span's end).
+/// The offset of the first LF of `[at, hi)`, or `hi`: the end of a line that holds `at`.
 fn line_end(src: &mut dyn Input, at: u64, hi: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; PROBE];
     let mut pos = at;
@@ -223,11 +224,47 @@ fn line_end(src: &mut dyn Input, at: u64, hi: u64) -> io::Result<u64> {
     Ok(hi)
 }
 
+/// Whether the `\u00` escape whose two next bytes are `hex` (`None`: past the block, not
+/// known) may spell a byte of `mark`.
+fn escapes_a_mark_byte(hex: Option<&[u8]>, mark: &[u8]) -> bool {
+    let Some(&[h, l]) = hex else {
+        return true;
+    };
+    let digit = |c: u8| (c as char).to_digit(16);
+    match (digit(h), digit(l)) {
+        (Some(h), Some(l)) => u8::try_from(h * 16 + l).is_ok_and(|b| mark.contains(&b)),
+        _ => false,
+    }
+}
+
+/// The offset in `block` of the last place a line touching the context may show: the dialect's
+/// `mark`, or a `\u00XX` escape of one of its bytes (the only other way a JSON text can spell
+/// them: no short escape gives a letter, a digit or `_`).
+fn last_mark(
+    block: &[u8],
+    marks: &[memchr::memmem::FinderRev<'_>; 2],
+    mark: &[u8],
+) -> Option<usize> {
+    let m = marks[0].rfind(block);
+    let mut lim = block.len();
+    // the escapes after the last mark, from the end (a mark has no backslash: none holds an
+    // escape's first byte)
+    while let Some(e) = marks[1].rfind(block.get(..lim)?) {
+        if m.is_some_and(|m| m > e) {
+            break;
+        }
+        if escapes_a_mark_byte(block.get(e + 4..e + 6), mark) {
+            return Some(e);
+        }
+        lim = e;
+    }
+    m
+}
+
 /// The context set by the last line of `[lo, hi)` (both line starts) that touches it, read as
-/// the engine reads it: a line holding the dialect's `mark` or a `\u` escape (the only ways a
-/// JSON text can spell the mark's characters), found from `hi` backwards, framed as the framer
-/// frames it (a BOM at offset 0 skipped, one CR before the LF dropped, over `max_line_bytes`:
-/// not a value), [`prepare`]d and given to [`AnyDialect::learn`].
+/// the engine reads it: a line where [`last_mark`] finds a place, from `hi` backwards, framed as
+/// the framer frames it (a BOM at offset 0 skipped, one CR before the LF dropped, over
+/// `max_line_bytes`: not a value), [`prepare`]d and given to [`AnyDialect::learn`].
 fn last_context(
     src: &mut dyn Input,
     lo: u64,
@@ -238,9 +275,10 @@ fn last_context(
 ) -> io::Result<Option<Context>> {
     let marks = [
         memchr::memmem::FinderRev::new(mark),
-        memchr::memmem::FinderRev::new(b"\\u"),
+        memchr::memmem::FinderRev::new(b"\\u00"),
     ];
-    let overlap = mark.len().max(2) as u64 - 1;
+    // a place across the block's start is found whole in the next block
+    let overlap = mark.len().max(6) as u64 - 1;
     let mut buf = vec![0u8; PROBE];
     let mut end = hi;
     while end > lo {
@@ -250,15 +288,22 @@ fn last_context(
             .unwrap_or_default();
         read_exact_at(src, start, block)?;
         let block: &[u8] = block;
-        let Some(hit) = marks.iter().filter_map(|f| f.rfind(block)).max() else {
-            // a mark across the block's start is found in the next block
+        let Some(hit) = last_mark(block, &marks, mark) else {
             end = if start == lo { lo } else { start + overlap };
             continue;
         };
         let at = start + hit as u64;
-        let (ls, le) = (line_start(src, lo, at)?, line_end(src, at, hi)?);
-        // a line with a CR before its LF may be one byte over before the CR goes
-        if le - ls <= budget.max_line_bytes as u64 + 1 {
+        // the line's bounds, in the block when they are there
+        let ls = match memchr::memrchr(b'\n', block.get(..hit).unwrap_or_default()) {
+            Some(i) => start + i as u64 + 1,
+            None => line_start(src, lo, start)?,
+        };
+        let le = match memchr::memchr(b'\n', block.get(hit..).unwrap_or_default()) {
+            Some(i) => at + i as u64,
+            None => line_end(src, end, hi)?,
+        };
+        // a line may be over by a BOM (at offset 0) and a CR before its LF, which the framer drops
+        if le - ls <= budget.max_line_bytes as u64 + 4 {
             let mut line = Vec::new();
             OutOfMemory::reserve(&mut line, usize::try_from(le - ls).unwrap_or(usize::MAX))
                 .map_err(io_oom)?;
@@ -1067,7 +1112,7 @@ mod tests {
             max_line_bytes: 200,
             ..Budget::default()
         };
-        for t in [1, 50, 120, 333, 1000] {
+        for t in (1..1200).step_by(37) {
             same(&data, None, t);
             same(&data, Some(AnyDialect::Codex), t);
             let whole = crate::jsonl::normalize_jsonl(&data, None, small, Sel::ALL);
@@ -1102,6 +1147,56 @@ mod tests {
             .as_deref()
             .unwrap_or("")
             .starts_with("gpt-long"))));
+    }
+
+    #[test]
+    fn places_are_the_mark_and_escapes_of_its_bytes() {
+        let mark = b"turn_context";
+        let marks = [
+            memchr::memmem::FinderRev::new(mark),
+            memchr::memmem::FinderRev::new(b"\\u00"),
+        ];
+        let at = |b: &[u8]| last_mark(b, &marks, mark);
+        assert_eq!(at(br#"{"a":"\u001b[0m \u00e9 \u00zz"}"#), None);
+        assert_eq!(at(br#"{"type":"turn_context","x":"\u001b"}"#), Some(9));
+        assert_eq!(at(br#"{"type":"\u0074urn_context"}"#), Some(9));
+        assert_eq!(at(br#"{"type":"turn\u005Fcontext"}"#), Some(13));
+        assert_eq!(at(br#"{"type":"x","t":"\u0074"}"#), Some(17));
+        // the escape's digits past the block: maybe
+        assert_eq!(at(br#"{"a":"\u00"#), Some(6));
+    }
+
+    #[test]
+    fn a_mark_across_a_block_start_is_found() {
+        let tc = br#"{"type":"turn_context","payload":{"model":"gpt-x"}}"#;
+        let m = tc
+            .windows(12)
+            .position(|w| w == b"turn_context")
+            .unwrap_or(0);
+        // the first block searched starts inside the mark (or right at it, or before it)
+        for shift in 0..14 {
+            let hi = PROBE + m + shift;
+            let mut data = tc.to_vec();
+            data.push(b'\n');
+            data.resize(hi - 1, b'x');
+            data.push(b'\n');
+            let mut src: &[u8] = &data;
+            let got = last_context(
+                &mut src,
+                0,
+                hi as u64,
+                &AnyDialect::Codex,
+                b"turn_context",
+                Budget::default(),
+            )
+            .ok()
+            .flatten();
+            assert_eq!(
+                got.and_then(|c| c.model).as_deref(),
+                Some("gpt-x"),
+                "{shift}"
+            );
+        }
     }
 
     #[test]
