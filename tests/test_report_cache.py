@@ -150,6 +150,7 @@ def test_corrupt_or_foreign_cache_is_ignored_and_rebuilt(tree, capsys, damage) -
     # rebuilt: a valid cache again, used by the next run
     rebuilt = report_cache.SummaryCache()
     assert len(rebuilt.old) == len(list(tree.rglob("*.jsonl")))
+    rebuilt.discard()
     assert run(capsys, "--json", "--by", "day,model", str(tree)) == fresh
 
 
@@ -315,3 +316,58 @@ def test_the_memo_parser_knows_the_report_options_as_cli_spells_them() -> None:
     left_to_the_command = {"--help", "--active", "--no-cache"}
     assert flags - left_to_the_command == report_cache._FLAGS
     assert valued == report_cache._VALUED
+
+
+def _summary(session: str) -> list[Any]:
+    return [[], [], [], "none", session, "claude", False]
+
+
+def test_the_cache_holds_no_entry_text_while_it_is_filled_or_read(tmp_path) -> None:
+    """A big tree's cache is written as its entries come and read where each one is used: the
+    cache object's memory does not grow with the entries' text (5 MB of entries here)."""
+    import tracemalloc
+
+    n, size = 500, 10_000
+    cache = report_cache.SummaryCache(str(tmp_path))
+    tracemalloc.start()
+    try:
+        for i in range(n):
+            cache.put(f"k{i}", [1, 2, i], [_summary(f"{i:05d}" + "x" * size), 1, 0, None], [])
+        _, filling = tracemalloc.get_traced_memory()
+        cache.save()
+        again = report_cache.SummaryCache(str(tmp_path))
+        tracemalloc.reset_peak()
+        assert len(again.old) == n
+        got = again.get("k7", [1, 2, 7])
+        _, reading = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        again.discard()
+    assert got == [_summary("00007" + "x" * size), 1, 0]
+    assert filling < n * size // 10, filling
+    assert reading < n * size // 10, reading
+    assert [p.name for p in tmp_path.iterdir()] == [report_cache.NAME]
+
+
+def test_a_run_cut_short_leaves_the_old_cache_and_no_temporary_file(tmp_path) -> None:
+    cache = report_cache.SummaryCache(str(tmp_path))
+    cache.put("a", [1, 2, 3], [_summary("s"), 1, 0, None], [])
+    cache.save()
+    before = (tmp_path / report_cache.NAME).read_bytes()
+    cut = report_cache.SummaryCache(str(tmp_path))
+    assert cut.get("a", [1, 2, 3]) == [_summary("s"), 1, 0]
+    cut.put("b", [4, 5, 6], [_summary("t"), 2, 0, None], [])  # the new file is being written
+    assert len(list(tmp_path.iterdir())) == 2
+    cut.discard()  # instead of save: an error, an interrupt
+    assert [p.name for p in tmp_path.iterdir()] == [report_cache.NAME]
+    assert (tmp_path / report_cache.NAME).read_bytes() == before
+    # a run that changed nothing writes nothing; one that did keeps this run's entries first
+    same = report_cache.SummaryCache(str(tmp_path))
+    assert same.get("a", [1, 2, 3]) is not None
+    same.save()
+    assert (tmp_path / report_cache.NAME).read_bytes() == before
+    grown = report_cache.SummaryCache(str(tmp_path))
+    grown.put("b", [4, 5, 6], [_summary("t"), 2, 0, None], [])
+    grown.save()
+    body = (tmp_path / report_cache.NAME).read_bytes().split(b"\n", 1)[1]
+    assert [line.split(b"\t", 1)[0] for line in body.split(b"\n")] == [b"b", b"a"]

@@ -434,26 +434,30 @@ def run(
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     explicit = args.dialect not in (None, "auto")
     cache = None if args.no_cache or _native_module() is None else SummaryCache()
-    for name, done in _fold_files(lf, names, args.dialect, cache):
-        try:
-            if done is not None:
-                known, unknown = done
-            elif name == "-":
-                known, unknown = lf.stream(sys.stdin.buffer, args.dialect, progress)
-            else:
-                with open_input(name) as f:
-                    known, unknown = lf.stream(f, args.dialect, progress, claude_project(name))
-            files += 1
-            if explicit and unknown and not known:
-                recognised_none(name, args.dialect, unknown, progress)
+    try:
+        for name, done in _fold_files(lf, names, args.dialect, cache):
+            try:
+                if done is not None:
+                    known, unknown = done
+                elif name == "-":
+                    known, unknown = lf.stream(sys.stdin.buffer, args.dialect, progress)
+                else:
+                    with open_input(name) as f:
+                        known, unknown = lf.stream(f, args.dialect, progress, claude_project(name))
+                files += 1
+                if explicit and unknown and not known:
+                    recognised_none(name, args.dialect, unknown, progress)
+                    status = 1
+            except OSError as exc:
+                unreadable(name, exc, progress)
                 status = 1
-        except OSError as exc:
-            unreadable(name, exc, progress)
-            status = 1
-        progress.file_done(name)
-    progress.close()
-    if cache is not None:
-        cache.save()
+            progress.file_done(name)
+        progress.close()
+        if cache is not None:
+            cache.save()
+    finally:
+        if cache is not None:
+            cache.discard()  # saved, or (cut short) its new file removed
     doc: dict[str, Any] = {
         "files": files,
         "limits": lf.rows(),

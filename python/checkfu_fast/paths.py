@@ -43,6 +43,17 @@ SUFFIXES = (
 )
 
 
+#: A file's stamp as the report's cache and memo take it (:func:`stamp_of`): size, mtime and
+#: ctime (ns), inode, device. A tuple of five ints, not the ``os.stat_result`` (a third of its
+#: memory: a walk of a big tree keeps one per file).
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """The :data:`Stamp` of an ``os.stat`` result."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
 class SkippedFileWarning(UserWarning):
     """A directory entry that is not a regular file (FIFO, device, socket) was skipped."""
 
@@ -88,12 +99,12 @@ def is_stream_name(name: str) -> bool:
 def walk(
     directory: str,
     suffixes: tuple[str, ...] | None = SUFFIXES,
-    stats: dict[str, os.stat_result] | None = None,
+    stats: dict[str, Stamp] | None = None,
 ) -> Iterator[str]:
     """The stream files under ``directory``, in the stable order of the module doc
     (``suffixes=None``: every file that is not hidden). ``stats``, when given, gets each
-    listed file's ``os.stat`` (taken once: it also tells a regular file; a file that cannot be
-    examined has none)."""
+    listed file's :data:`Stamp` (``os.stat`` taken once: it also tells a regular file; a file
+    that cannot be examined has none)."""
     seen: set[tuple[int, int]] = set()
 
     def mark(st: os.stat_result) -> bool:
@@ -141,7 +152,7 @@ def walk(
                 fst = None
             if fst is None or stat.S_ISREG(fst.st_mode) or _regular(e.path, fst):
                 if stats is not None and fst is not None:
-                    stats[e.path] = fst
+                    stats[e.path] = stamp_of(fst)
                 yield e.path
         dirs.sort(key=_name, reverse=True)
         for e in dirs:
@@ -157,7 +168,7 @@ def _name(e: os.DirEntry[str]) -> str:
 def expand(
     paths: Iterable[str | os.PathLike[str]],
     suffixes: tuple[str, ...] | None = SUFFIXES,
-    stats: dict[str, os.stat_result] | None = None,
+    stats: dict[str, Stamp] | None = None,
 ) -> list[str]:
     """Every input: paths that are not directories as given, directories walked (see the
     module doc), in the order given; ``stats`` as in :func:`walk` (for the files found)."""

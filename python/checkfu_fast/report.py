@@ -32,7 +32,7 @@ from . import Normalizer, _native_dialect, report_cache
 from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
-from .paths import empty_dirs, expand
+from .paths import Stamp, empty_dirs, expand
 from .progress import Progress, wanted
 from .report_cache import Memo, SummaryCache
 from .report_inputs import default_paths, local_zone
@@ -585,7 +585,9 @@ def main(args: argparse.Namespace) -> int:
         if collecting:
             gc.enable()
     text = buf.getvalue()
-    out.write(text)
+    buf.close()
+    for i in range(0, len(text), 1 << 20):  # encoded a MiB at a time, not all at once
+        out.write(text[i : i + (1 << 20)])
     if status == 0 and args.memo is not None:
         memo, key = args.memo
         memo.put(key, text)
@@ -606,7 +608,7 @@ def _main(args: argparse.Namespace) -> int:
     status = 0
     paths: list[str] = list(args.paths)
     # what the walk took: the memo's stamps, the cache's (not kept with --no-cache)
-    stats: dict[str, os.stat_result] | None = None if args.no_cache else {}
+    stats: dict[str, Stamp] | None = None if args.no_cache else {}
     if not paths:
         names, dirs = default_paths(stats=stats)
         if not dirs:
@@ -678,7 +680,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.active:
         doc["active"] = active
     if args.json:
-        sys.stdout.write(dumps(doc) + "\n")
+        sys.stdout.write(dumps(doc))  # not `+ "\n"`: a copy of a big document's text
+        sys.stdout.write("\n")
     elif args.csv:
         sys.stdout.write(to_csv(rows, by))
     else:
@@ -702,6 +705,23 @@ def _fold_all(
     """Fold every input in order (:func:`fold_files`, :func:`fold_stream` for what the core
     leaves); returns how many files were read and the exit status (a warning on stderr, but
     not when ``quiet``: the second fold of the inputs, in Python, says nothing again)."""
+    try:
+        return _fold_each(fold, names, dialect, cache, progress, args, status, quiet)
+    finally:
+        if cache is not None:
+            cache.discard()  # saved, or (cut short) its new file removed
+
+
+def _fold_each(
+    fold: UsageFold | CoreFold,
+    names: list[str],
+    dialect: Any,
+    cache: SummaryCache | None,
+    progress: Progress,
+    args: argparse.Namespace,
+    status: int,
+    quiet: bool,
+) -> tuple[int, int]:
     explicit = args.dialect not in (None, "auto")
     files = 0
     for name, done in fold_files(fold, names, dialect, cache=cache):
@@ -733,7 +753,7 @@ def _fold_all(
 def _memo_key(
     args: argparse.Namespace,
     names: list[str],
-    stats: dict[str, os.stat_result] | None,
+    stats: dict[str, Stamp] | None,
     by: list[str],
     tz: tzinfo,
     since: str | None,

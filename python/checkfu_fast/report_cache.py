@@ -26,9 +26,10 @@ import os
 import tempfile
 import time
 from datetime import date
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import __version__
+from .paths import Stamp, stamp_of
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
 VERSION = 5
@@ -70,25 +71,34 @@ def _stamp() -> str:
 
 class SummaryCache:
     """The entries of one cache file: :meth:`get` what a file gave, :meth:`put` what it gives
-    now, :meth:`save` once at the end. An entry is one line, ``KEY<TAB>[fingerprint, summary,
-    known, unknown, checkpoint]<TAB>readings`` (JSON all three; JSON text has no raw tab),
-    kept as text until it is used: the memory of a big tree's cache is its text, not its
-    objects. ``checkpoint`` (the core's, or null) is where the fold of the file can go on when
-    it grew (:meth:`resume_point`): an append-only file is then read from where it ended.
-    ``readings`` are the stream's ``rateLimits`` readings (``report --limits``), parsed only
-    when asked for."""
+    now, :meth:`save` once at the end (:meth:`discard` on every other way out). An entry is
+    one line, ``KEY<TAB>[fingerprint, summary, known, unknown, checkpoint]<TAB>readings``
+    (JSON all three; JSON text has no raw tab). ``checkpoint`` (the core's, or null) is where
+    the fold of the file can go on when it grew (:meth:`resume_point`): an append-only file is
+    then read from where it ended. ``readings`` are the stream's ``rateLimits`` readings
+    (``report --limits``), parsed only when asked for.
+
+    Memory does not grow with the cache: of the cache file as it was, only where each entry
+    is (:attr:`old`) is kept, an entry read from the file when it is used; this run's entries
+    are written as they come to the file that replaces it (opened at the first change,
+    renamed over the old one by :meth:`save`), the old entries no file of this run took
+    copied after them."""
 
     def __init__(self, directory: str | None = None) -> None:
         self.path = os.path.join(directory or cache_dir(), NAME)
-        self._old: dict[str, bytes] | None = None  # read on first use
-        self.new: dict[str, bytes] = {}
+        self._old: dict[str, tuple[int, int]] | None = None  # read on first use
+        self._file: BinaryIO | None = None  # the cache file as it was, open while used
+        self._out: _Spool | None = None  # the file replacing it, from the first change
+        self._taken: set[str] = set()  # the keys of this run's entries
+        self._pending: list[str] = []  # entries used as they were, before the first change
+        self._failed = False  # the new file cannot be written: the cache is left as it is
         self.changed = False
         self.hits = 0
         self.fps: dict[str, list[Any] | None] = {}
         self.resumed: list[str] = []  # files read from where they ended this run
         # the walk's os.stat of each input (report sets it): an entry whose stamp (size,
         # mtime, ctime, inode, device) is the file's is used without reading its head
-        self.stats: dict[str, os.stat_result] = {}
+        self.stats: dict[str, Stamp] = {}
         self._recent = time.time_ns() - RACY_NS
 
     def fingerprints(self, names: list[str]) -> list[list[Any] | None]:
@@ -99,26 +109,88 @@ class SummaryCache:
         return [self.fps[n] for n in names]
 
     @property
-    def old(self) -> dict[str, bytes]:
-        """The entries of the cache file as it was (read once): key -> entry text."""
+    def old(self) -> dict[str, tuple[int, int]]:
+        """Where each entry of the cache file as it was is (read once, checked whole): key
+        -> (offset, length) of its text in the file."""
         if self._old is None:
             self._old = self._load()
         return self._old
 
-    def _load(self) -> dict[str, bytes]:
-        """The entries of the cache file; none when it is absent, corrupt or foreign."""
-        body = _read_body(self.path, FORMAT)
-        out: dict[str, bytes] = {}
-        if body is None:
+    def _load(self) -> dict[str, tuple[int, int]]:
+        """The entries' places in the cache file; none when it is absent, corrupt or foreign.
+        The file is read line by line (its hash checked on the way) and kept open."""
+        out: dict[str, tuple[int, int]] = {}
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - kept open until save or discard
+        except OSError:
             return out
-        for line in body.split(b"\n"):
-            key, tab, rest = line.partition(b"\t")
-            if tab:
-                try:
-                    out[key.decode()] = rest
-                except UnicodeDecodeError:
-                    return {}
+        try:
+            meta = json.loads(f.readline())
+            h = hashlib.blake2b(digest_size=16)
+            at = f.tell()
+            for line in f:
+                h.update(line)
+                key, tab, rest = line.rstrip(b"\n").partition(b"\t")
+                if tab:
+                    out[key.decode()] = (at + len(key) + 1, len(rest))
+                at += len(line)
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            f.close()
+            return {}
+        if not (
+            isinstance(meta, dict)
+            and meta.get("format") == FORMAT
+            and meta.get("version") == _stamp()
+            and meta.get("hash") == h.hexdigest()
+        ):
+            f.close()
+            return {}
+        self._file = f
         return out
+
+    def _raw(self, key: str) -> bytes | None:
+        """The text of the old entry of ``key`` (None: none, or the file cannot be read)."""
+        where = self.old.get(key)
+        if where is None or self._file is None:
+            return None
+        try:
+            data = os.pread(self._file.fileno(), where[1], where[0])
+        except OSError:
+            return None
+        return data if len(data) == where[1] else None
+
+    def _keep(self, key: str, raw: bytes | None) -> None:
+        """``key``'s entry this run: ``raw``, or (None) its old one as it is. The first one a
+        run gives for a key is kept."""
+        if key in self._taken:
+            return
+        self._taken.add(key)
+        if raw is None and self._out is None:
+            self._pending.append(key)  # written only if something changes
+            return
+        out = self._spool()
+        if out is None:
+            return
+        if raw is None:
+            raw = self._raw(key)
+        if raw is not None:
+            out.entry(key, raw)
+
+    def _spool(self) -> _Spool | None:
+        """The file replacing the cache, opened at the first change with the entries kept so
+        far; None when it cannot be written (nothing is, then)."""
+        if self._out is None and not self._failed:
+            try:
+                self._out = _Spool(self.path, FORMAT)
+                for key in self._pending:
+                    raw = self._raw(key)
+                    if raw is not None:
+                        self._out.entry(key, raw)
+            except OSError:
+                self._failed = True
+                self._drop_out()
+            self._pending = []
+        return self._out
 
     @staticmethod
     def key(path: str, dialect: str, project: str | None) -> str:
@@ -128,9 +200,9 @@ class SummaryCache:
         """``[size, mtime_ns, ctime_ns, inode, device]`` from the walk's ``os.stat`` (None
         without one, or when the file was modified in the last :data:`RACY_NS`)."""
         st = self.stats.get(name)
-        if st is None or st.st_mtime_ns >= self._recent:
+        if st is None or st[1] >= self._recent:
             return None
-        return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        return list(st)
 
     def get(
         self,
@@ -143,8 +215,10 @@ class SummaryCache:
         mtime_ns, hash of the head]``), or the same ``stamp`` (:meth:`stamp`; the entry's
         fingerprint keeps the ctime, inode and device it was made with), and its readings with
         ``readings``."""
-        raw = self.old.get(key)
-        if (fp is None and stamp is None) or raw is None:
+        if fp is None and stamp is None:
+            return None
+        raw = self._raw(key)
+        if raw is None:
             return None
         entry, _, limits = raw.partition(b"\t")
         try:
@@ -168,9 +242,10 @@ class SummaryCache:
         if not by_stamp and fp is not None and stamp is not None and stamp[:2] == fp[:2]:
             # the same bytes under a new stamp (touched, copied back): kept under this one
             e[0] = [*fp, *stamp[2:]]
-            raw = json.dumps(e, separators=(",", ":")).encode() + b"\t" + limits
             self.changed = True
-        self.new[key] = raw
+            self._keep(key, json.dumps(e, separators=(",", ":")).encode() + b"\t" + limits)
+        else:
+            self._keep(key, None)
         self.hits += 1
         return [*e[1:4], r] if readings else e[1:4]
 
@@ -178,7 +253,7 @@ class SummaryCache:
         """``[summary, known, unknown, checkpoint, readings]`` of the file's last fold when it
         has a checkpoint (whatever the file's fingerprint is now: the core checks that the
         bytes folded then are still there, else reads the file whole)."""
-        raw = self.old.get(key)
+        raw = self._raw(key)
         if raw is None:
             return None
         entry, _, limits = raw.partition(b"\t")
@@ -205,10 +280,15 @@ class SummaryCache:
         if stamp is not None and stamp[:2] == fp[:2]:
             fp = [*fp, *stamp[2:]]
         dump = json.dumps
-        self.new[key] = (
-            dump([fp, *value], separators=(",", ":")) + "\t" + dump(readings, separators=(",", ":"))
-        ).encode()
         self.changed = True
+        self._keep(
+            key,
+            (
+                dump([fp, *value], separators=(",", ":"))
+                + "\t"
+                + dump(readings, separators=(",", ":"))
+            ).encode(),
+        )
 
     def fold(
         self,
@@ -255,17 +335,83 @@ class SummaryCache:
         return out
 
     def save(self) -> None:
-        """Write the entries of this run (and older ones, up to :data:`MAX_ENTRIES`), when
-        something changed; a cache that cannot be written is left as it is, silently."""
-        if not self.changed:
-            return
-        entries = dict(self.new)
-        for k, v in self.old.items():
-            if len(entries) >= MAX_ENTRIES:
-                break
-            entries.setdefault(k, v)
-        body = b"\n".join(k.encode() + b"\t" + v for k, v in entries.items())
-        _write_body(self.path, FORMAT, body)
+        """Put the new cache file in place of the old one, when something changed: this run's
+        entries, then the old ones no file of this run took (up to :data:`MAX_ENTRIES` in
+        all). A cache that cannot be written is left as it is, silently."""
+        try:
+            out = self._spool() if self.changed else None
+            if out is None:
+                return
+            for key in self.old:  # read here if no entry was asked for
+                if out.count >= MAX_ENTRIES:
+                    break
+                if key not in self._taken:
+                    raw = self._raw(key)
+                    if raw is not None:
+                        out.entry(key, raw)
+            self._out = None
+            out.commit()
+        except OSError:
+            pass
+        finally:
+            self.discard()
+
+    def _drop_out(self) -> None:
+        out, self._out = self._out, None
+        if out is not None:
+            out.remove()
+
+    def discard(self) -> None:
+        """Close the files; a new cache file not put in place by :meth:`save` is removed."""
+        self._drop_out()
+        f, self._file = self._file, None
+        if f is not None:
+            f.close()
+
+
+class _Spool:
+    """A cache file being written next to ``path`` (a temporary file): the header line
+    (format, version, hash of the rest) with its hash filled in by :meth:`commit`, which
+    renames it over ``path``; :meth:`remove` otherwise. The same bytes as :func:`_write_body`
+    of the entries joined by newlines, without holding them."""
+
+    def __init__(self, path: str, fmt: str) -> None:
+        self.path = path
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, self.tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
+        self.f: BinaryIO | None = os.fdopen(fd, "wb")
+        self.meta = {"format": fmt, "version": _stamp(), "hash": "0" * 32}
+        self.hash = hashlib.blake2b(digest_size=16)
+        self.count = 0
+        self.f.write(json.dumps(self.meta).encode() + b"\n")
+
+    def entry(self, key: str, raw: bytes) -> None:
+        assert self.f is not None
+        line = (b"\n" if self.count else b"") + key.encode() + b"\t" + raw
+        self.hash.update(line)
+        self.f.write(line)
+        self.count += 1
+
+    def commit(self) -> None:
+        assert self.f is not None
+        self.meta["hash"] = self.hash.hexdigest()
+        self.f.seek(0)
+        self.f.write(json.dumps(self.meta).encode())  # as long as the placeholder's
+        self.f.close()
+        self.f = None
+        os.replace(self.tmp, self.path)
+        self.tmp = ""
+
+    def remove(self) -> None:
+        if self.f is not None:
+            with contextlib.suppress(OSError):
+                self.f.close()
+            self.f = None
+        if self.tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+            self.tmp = ""
 
 
 def _read_body(path: str, fmt: str) -> bytes | None:
@@ -304,7 +450,7 @@ def _write_body(path: str, fmt: str, body: bytes) -> None:
         "version": _stamp(),
         "hash": hashlib.blake2b(body, digest_size=16).hexdigest(),
     }
-    _replace(path, json.dumps(meta).encode() + b"\n" + body)
+    _replace(path, [json.dumps(meta).encode() + b"\n", body])  # not joined: no copy
 
 
 def _write(path: str, fmt: str, doc: Any) -> None:
@@ -312,16 +458,18 @@ def _write(path: str, fmt: str, doc: Any) -> None:
     _write_body(path, fmt, json.dumps(doc, separators=(",", ":")).encode())
 
 
-def _replace(path: str, data: bytes) -> None:
-    """Write ``path`` atomically (a temporary file renamed over it); silently nothing when it
-    cannot be written (a cache is never worth failing a report)."""
+def _replace(path: str, data: list[bytes]) -> None:
+    """Write ``path`` (the pieces of ``data``, in order) atomically (a temporary file renamed
+    over it); silently nothing when it cannot be written (a cache is never worth failing a
+    report)."""
     directory = os.path.dirname(path)
     tmp = None
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=directory)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in data:
+                f.write(piece)
         os.replace(tmp, path)
         tmp = None
     except OSError:
@@ -377,7 +525,7 @@ class Memo:
             return []
 
 
-def stamps(names: list[str], stats: dict[str, os.stat_result] | None = None) -> list[int] | None:
+def stamps(names: list[str], stats: dict[str, Stamp] | None = None) -> list[int] | None:
     """Per input ``size, mtime_ns, ctime_ns, inode, device`` (from ``stats`` where the walk
     took it, else ``os.stat``), flat: the memo's view of the files (nothing is read); None
     when one cannot be examined or one was modified in the last :data:`RACY_NS` (its stamp
@@ -389,12 +537,12 @@ def stamps(names: list[str], stats: dict[str, os.stat_result] | None = None) -> 
         st = known.get(name)
         if st is None:
             try:
-                st = os.stat(name)
+                st = stamp_of(os.stat(name))
             except (OSError, ValueError):
                 return None
-        if st.st_mtime_ns >= recent:
+        if st[1] >= recent:
             return None
-        out += (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        out += st
     return out
 
 
@@ -508,7 +656,7 @@ def memo_hit(argv: list[str]) -> str | None:
         )
     except ValueError:
         return None
-    stats: dict[str, os.stat_result] = {}
+    stats: dict[str, Stamp] = {}
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         if paths:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone, tzinfo
 
-from .paths import walk
+from .paths import Stamp, walk
 
 
 def _split(value: str | None) -> list[str]:
@@ -16,7 +16,7 @@ def _split(value: str | None) -> list[str]:
 
 
 def default_paths(
-    env: dict[str, str] | None = None, stats: dict[str, os.stat_result] | None = None
+    env: dict[str, str] | None = None, stats: dict[str, Stamp] | None = None
 ) -> tuple[list[str], list[str]]:
     """The default inputs and the folders they come from.
 
@@ -25,7 +25,7 @@ def default_paths(
     ``archived_sessions`` of each folder of ``$CODEX_HOME`` (comma-separated, default
     ``~/.codex``), a rollout in both counted once (the active copy). Codex files are taken in
     the order of their names (``rollout-<time>-<id>``: the order they were written). ``stats``
-    gets each file's ``os.stat`` (:func:`checkfu_fast.paths.walk`)."""
+    gets each file's :data:`~checkfu_fast.paths.Stamp` (:func:`checkfu_fast.paths.walk`)."""
     e = os.environ if env is None else env
     home = e.get("HOME") or os.path.expanduser("~")
     dirs: list[str] = []
