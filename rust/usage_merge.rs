@@ -245,8 +245,100 @@ impl Names {
 /// The totals a bucket reached in [`Merge::group`]: session, model, day, row key.
 type Reach = (u32, u32, String, Vec<String>);
 
-/// A session-file message across streams: (reading, session, dialect, sidechain).
-type FileEntry = (Rec, Option<String>, &'static str, bool);
+/// A session-file message across streams: (reading, session, dialect, sidechain), the
+/// session's name interned in [`Merge::kept_names`].
+type FileEntry = (Kept, Option<u32>, &'static str, bool);
+
+/// A count as [`Kept`] holds it: 16 bytes where a [`Num`] takes 32.
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    Int(i64),
+    Float(f64),
+}
+
+fn count_of(n: Option<Num>) -> Result<Option<Count>, ()> {
+    match n {
+        None => Ok(None),
+        Some(Num::Float(f)) => Ok(Some(Count::Float(f))),
+        Some(Num::Int(i)) => i64::try_from(i)
+            .map(|i| Some(Count::Int(i)))
+            .map_err(|_| ()),
+    }
+}
+
+fn num_of(c: Option<Count>) -> Option<Num> {
+    c.map(|c| match c {
+        Count::Int(i) => Num::Int(i128::from(i)),
+        Count::Float(f) => Num::Float(f),
+    })
+}
+
+/// A session-file message's reading, kept until the messages are counted ([`Merge::finish`]):
+/// a big tree holds hundreds of thousands of them. Its counts in 64 bits where they fit and
+/// its model and project interned (`Packed`: about a third of a [`Rec`] with its strings);
+/// any other reading as it is. [`Kept::rec`] gives the same [`Rec`] back.
+#[derive(Debug)]
+enum Kept {
+    Packed {
+        /// input, output, cached, cost, reasoning, cacheWrite, cacheWrite1h
+        counts: [Option<Count>; 7],
+        ts: Option<f64>,
+        model: u32,
+        project: Option<u32>,
+    },
+    Whole(Box<Rec>),
+}
+
+impl Kept {
+    fn of(r: &Rec, names: &mut Names) -> Kept {
+        let counts = [
+            r.input,
+            r.output,
+            r.cached,
+            r.cost,
+            r.reasoning,
+            r.cache_write,
+            r.cache_write_1h,
+        ]
+        .map(count_of);
+        if counts.iter().any(Result::is_err) {
+            return Kept::Whole(Box::new(r.clone()));
+        }
+        Kept::Packed {
+            counts: counts.map(|c| c.unwrap_or(None)),
+            ts: r.ts,
+            model: names.id(&r.model),
+            project: r.project.as_deref().map(|p| names.id(p)),
+        }
+    }
+
+    fn rec(&self, names: &Names) -> Rec {
+        match self {
+            Kept::Whole(r) => (**r).clone(),
+            Kept::Packed {
+                counts,
+                ts,
+                model,
+                project,
+            } => {
+                let [input, output, cached, cost, reasoning, cache_write, cache_write_1h] =
+                    counts.map(num_of);
+                Rec {
+                    model: names.name(*model).to_owned(),
+                    input,
+                    output,
+                    cached,
+                    cost,
+                    reasoning,
+                    cache_write,
+                    cache_write_1h,
+                    ts: *ts,
+                    project: project.map(|p| names.name(p).to_owned()),
+                }
+            }
+        }
+    }
+}
 
 /// What the caller says of one time bucket (`labels` of [`Merge::group`]).
 #[derive(Debug, Clone)]
@@ -288,6 +380,8 @@ pub struct Merge {
     continued: HashSet<String>,
     files: HashMap<String, usize>,
     file_list: Vec<FileEntry>,
+    /// the models, projects and sessions of `file_list`
+    kept_names: Names,
     files_counted: bool,
     sessions: Names,
     models: Names,
@@ -323,6 +417,7 @@ impl Merge {
             continued: HashSet::new(),
             files: HashMap::new(),
             file_list: Vec::new(),
+            kept_names: Names::default(),
             files_counted: false,
             sessions: Names::default(),
             models: Names::default(),
@@ -411,18 +506,33 @@ impl Merge {
             self.dialect_default(&session, &dialect);
         }
         for (key, r, session, dialect, sidechain) in &s.files {
-            match self.files.get(key) {
+            let outranks = match self.files.get(key) {
+                None => None,
+                Some(&i) => self.file_list.get(i).map(|seen| {
+                    (
+                        i,
+                        r.outranks(*sidechain, &seen.0.rec(&self.kept_names), seen.3),
+                    )
+                }),
+            };
+            let entry = match outranks {
+                Some((_, false)) => continue,
+                _ => (
+                    Kept::of(r, &mut self.kept_names),
+                    session.as_deref().map(|s| self.kept_names.id(s)),
+                    *dialect,
+                    *sidechain,
+                ),
+            };
+            match outranks {
+                Some((i, _)) => {
+                    if let Some(seen) = self.file_list.get_mut(i) {
+                        *seen = entry;
+                    }
+                }
                 None => {
                     self.files.insert(key.clone(), self.file_list.len());
-                    self.file_list
-                        .push((r.clone(), session.clone(), *dialect, *sidechain));
-                }
-                Some(&i) => {
-                    if let Some(seen) = self.file_list.get_mut(i) {
-                        if r.outranks(*sidechain, &seen.0, seen.3) {
-                            *seen = (r.clone(), session.clone(), *dialect, *sidechain);
-                        }
-                    }
+                    self.file_list.push(entry);
                 }
             }
         }
@@ -624,10 +734,11 @@ impl Merge {
             return;
         }
         self.files_counted = true;
+        let names = std::mem::take(&mut self.kept_names);
         for (r, session, dialect, _) in std::mem::take(&mut self.file_list) {
-            let name = session.unwrap_or_else(|| UNKNOWN.to_owned());
-            self.count(&name, &r);
-            self.dialect_default(&name, dialect);
+            let name = session.map_or(UNKNOWN, |s| names.name(s));
+            self.count(name, &r.rec(&names));
+            self.dialect_default(name, dialect);
         }
         self.files.clear();
     }
@@ -780,6 +891,39 @@ pub fn utc_day(sec: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_reading_is_the_reading() {
+        let r = Rec {
+            model: "m".to_owned(),
+            input: Some(Num::Int(i128::from(i64::MAX))),
+            output: Some(Num::Int(-3)),
+            cached: None,
+            cost: Some(Num::Float(0.25)),
+            reasoning: Some(Num::Float(-0.0)),
+            cache_write: Some(Num::Int(i128::from(i64::MIN))),
+            cache_write_1h: None,
+            ts: Some(1.5),
+            project: Some("/p".to_owned()),
+        };
+        let mut names = Names::default();
+        let kept = Kept::of(&r, &mut names);
+        assert!(matches!(kept, Kept::Packed { .. }));
+        let back = kept.rec(&names);
+        assert_eq!(back, r);
+        assert!(matches!(back.reasoning, Some(Num::Float(f)) if f.is_sign_negative()));
+        let big = Rec {
+            input: Some(Num::Int(i128::from(i64::MAX) + 1)),
+            project: None,
+            ts: None,
+            ..r.clone()
+        };
+        let kept = Kept::of(&big, &mut names);
+        assert!(matches!(kept, Kept::Whole(_)));
+        assert_eq!(kept.rec(&names), big);
+        let plain = Rec { project: None, ..r };
+        assert_eq!(Kept::of(&plain, &mut names).rec(&names), plain);
+    }
 
     #[test]
     fn buckets_and_days() {
