@@ -47,8 +47,9 @@ demo: install ## normalize the shipped sample streams, replay the golden and one
 test: install test-rust test-python ## all tests: Rust unit tests, then pytest
 
 .PHONY: test-rust
-test-rust: ## Rust unit tests (no Python needed)
+test-rust: ## Rust unit tests (no Python needed), and the Arrow writer's (feature arrow)
 	cargo test --quiet
+	cargo test --quiet --features arrow --lib arrow::
 
 .PHONY: test-python
 test-python: ## pytest: golden, differential, corpus, framing, budgets, CLI

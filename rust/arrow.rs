@@ -10,10 +10,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use arrow_array::builder::{ArrayBuilder, LargeStringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
-use arrow_array::{ArrayRef, BooleanArray, LargeStringArray, PrimitiveArray, RecordBatch};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_array::{Array, ArrayRef, BooleanArray, LargeStringArray, PrimitiveArray, RecordBatch};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef, TimeUnit};
 
 use crate::budget::OutOfMemory;
@@ -70,6 +71,31 @@ struct Bits {
     unset: usize,
 }
 
+/// Sets bits `from..to` of `bytes` (a byte at a time, not a bit).
+fn set_bits(bytes: &mut [u8], from: usize, to: usize) {
+    if from >= to {
+        return;
+    }
+    let (first, last) = (from / 8, (to - 1) / 8);
+    let head = 0xFFu8 << (from % 8);
+    let tail = 0xFFu8 >> (7 - (to - 1) % 8);
+    if first == last {
+        if let Some(b) = bytes.get_mut(first) {
+            *b |= head & tail;
+        }
+        return;
+    }
+    if let Some(b) = bytes.get_mut(first) {
+        *b |= head;
+    }
+    if let Some(whole) = bytes.get_mut(first + 1..last) {
+        whole.fill(0xFF);
+    }
+    if let Some(b) = bytes.get_mut(last) {
+        *b |= tail;
+    }
+}
+
 impl Bits {
     fn with_capacity(n: usize) -> Result<Bits, OutOfMemory> {
         let mut bytes = Vec::new();
@@ -93,11 +119,7 @@ impl Bits {
             self.bytes.resize(need, 0);
         }
         if v {
-            for i in self.len..len {
-                if let Some(b) = self.bytes.get_mut(i / 8) {
-                    *b |= 1 << (i % 8);
-                }
-            }
+            set_bits(&mut self.bytes, self.len, len);
         } else {
             self.unset += n;
         }
@@ -105,9 +127,25 @@ impl Bits {
         Ok(())
     }
 
+    /// One more bit (a byte is added every eighth).
     #[inline]
     fn push(&mut self, v: bool) -> Result<(), OutOfMemory> {
-        self.push_n(v, 1)
+        let i = self.len;
+        if i % 8 == 0 {
+            if self.bytes.len() == self.bytes.capacity() {
+                OutOfMemory::reserve(&mut self.bytes, 1)?;
+            }
+            self.bytes.push(0);
+        }
+        if v {
+            if let Some(b) = self.bytes.last_mut() {
+                *b |= 1 << (i % 8);
+            }
+        } else {
+            self.unset += 1;
+        }
+        self.len = i + 1;
+        Ok(())
     }
 
     fn finish(&mut self) -> BooleanBuffer {
@@ -167,70 +205,150 @@ impl<T: Copy + Default> Prim<T> {
     }
 }
 
-/// A column of strings: offsets into the text of all cells.
+/// A column of strings, built in arrow-array's own builder, so that its batch is not a second
+/// pass over its text: `LargeStringArray::try_new` checks that all of the text is UTF-8 and
+/// that every offset falls on a character's boundary (a fifth of a full batch's build), where
+/// the builder's `finish` knows its cells were `&str`. The builder grows with Rust's infallible
+/// allocation, so it is never let grow: its buffers are Vecs reserved with `try_reserve`,
+/// handed over through an empty array's `into_builder` (an empty array has nothing to check),
+/// and a cell that does not fit first moves the column into a larger builder ([`Strs::grow`]).
+/// That the builder keeps those buffers is arrow-array's behaviour, which
+/// `tests::strings_fill_their_room_in_place` holds it to.
 struct Strs {
-    offsets: Vec<i64>,
-    data: Vec<u8>,
-    valid: Bits,
+    b: LargeStringBuilder,
+    /// the cells and text bytes the builder's buffers hold
+    rows_cap: usize,
+    text_cap: usize,
+}
+
+/// The least room [`Strs::grow`] makes.
+const MIN_ROWS: usize = 64;
+const MIN_TEXT: usize = 1024;
+
+impl Default for Strs {
+    /// No room: the first cell makes some.
+    fn default() -> Strs {
+        Strs {
+            b: LargeStringBuilder::with_capacity(0, 0),
+            rows_cap: 0,
+            text_cap: 0,
+        }
+    }
 }
 
 impl Strs {
+    /// Room for `rows` cells of `bytes` of text in all, every buffer reserved with
+    /// `try_reserve`.
     fn with_capacity(rows: usize, bytes: usize) -> Result<Strs, OutOfMemory> {
-        let mut offsets = Vec::new();
+        let mut offsets: Vec<i64> = Vec::new();
         OutOfMemory::reserve(&mut offsets, rows.saturating_add(1))?;
         offsets.push(0);
-        let mut data = Vec::new();
-        OutOfMemory::reserve(&mut data, bytes)?;
-        Ok(Strs {
-            offsets,
-            data,
-            valid: Bits::with_capacity(rows)?,
-        })
+        let mut text: Vec<u8> = Vec::new();
+        OutOfMemory::reserve(&mut text, bytes)?;
+        let mut bits: Vec<u8> = Vec::new();
+        OutOfMemory::reserve(&mut bits, rows.div_ceil(8))?;
+        let rows_cap = (offsets.capacity() - 1).min(bits.capacity().saturating_mul(8));
+        let text_cap = text.capacity();
+        // an empty validity bitmap, so that the builder's is these bytes (without one, its
+        // first null would allocate one)
+        let nulls = NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, 0));
+        let empty = LargeStringArray::try_new(
+            OffsetBuffer::new(offsets.into()),
+            Buffer::from_vec(text),
+            Some(nulls),
+        );
+        // neither fails: no rows, and the array is its buffers' only owner
+        match empty.map(LargeStringArray::into_builder) {
+            Ok(Ok(b)) => Ok(Strs {
+                b,
+                rows_cap,
+                text_cap,
+            }),
+            _ => Err(OutOfMemory { requested: bytes }),
+        }
     }
 
-    fn end(&self) -> i64 {
-        i64::try_from(self.data.len()).unwrap_or(i64::MAX)
+    fn text_len(&self) -> usize {
+        self.b.values_slice().len()
+    }
+
+    /// Whether `rows` more cells of `bytes` more text fit without growing.
+    #[inline]
+    fn fits(&self, rows: usize, bytes: usize) -> bool {
+        rows <= self.rows_cap.saturating_sub(self.b.len())
+            && bytes <= self.text_cap.saturating_sub(self.text_len())
     }
 
     #[inline]
     fn push(&mut self, s: Option<&str>) -> Result<(), OutOfMemory> {
-        if let Some(s) = s {
-            if self.data.capacity() - self.data.len() < s.len() {
-                OutOfMemory::reserve(&mut self.data, s.len())?;
-            }
-            self.data.extend_from_slice(s.as_bytes());
+        let n = s.map_or(0, str::len);
+        if !self.fits(1, n) {
+            self.grow(1, n)?;
         }
-        if self.offsets.len() == self.offsets.capacity() {
-            OutOfMemory::reserve(&mut self.offsets, 1)?;
-        }
-        self.offsets.push(self.end());
-        self.valid.push(s.is_some())
+        self.b.append_option(s);
+        Ok(())
     }
 
     fn nulls(&mut self, n: usize) -> Result<(), OutOfMemory> {
-        OutOfMemory::reserve(&mut self.offsets, n)?;
-        let end = self.end();
-        self.offsets
-            .resize(self.offsets.len().saturating_add(n), end);
-        self.valid.push_n(false, n)
+        if !self.fits(n, 0) {
+            self.grow(n, 0)?;
+        }
+        self.b.append_nulls(n);
+        Ok(())
     }
 
-    fn finish(&mut self) -> Result<ArrayRef, Failure> {
-        let nulls = self.valid.finish_nulls();
-        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
-        let data = std::mem::take(&mut self.data);
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-        Ok(Arc::new(LargeStringArray::try_new(
-            offsets,
-            Buffer::from_vec(data),
-            nulls,
-        )?))
+    /// The cells of `a`.
+    fn append(&mut self, a: &LargeStringArray) -> Result<(), Failure> {
+        let bytes = a.value_data().len();
+        if !self.fits(a.len(), bytes) {
+            self.grow(a.len(), bytes)?;
+        }
+        Ok(self.b.append_array(a)?)
+    }
+
+    /// Room for `rows` more cells of `bytes` more text: what runs short at least doubled.
+    #[cold]
+    fn grow(&mut self, rows: usize, bytes: usize) -> Result<(), OutOfMemory> {
+        let more = |len: usize, n: usize, cap: usize, least: usize| {
+            let need = len.saturating_add(n);
+            if need <= cap {
+                cap
+            } else {
+                need.max(cap.saturating_mul(2)).max(least)
+            }
+        };
+        let rows = more(self.b.len(), rows, self.rows_cap, MIN_ROWS);
+        let bytes = more(self.text_len(), bytes, self.text_cap, MIN_TEXT);
+        self.resize(rows, bytes)
+    }
+
+    /// The column moved into a builder with room for `rows` cells of `bytes` of text in all
+    /// (at least what it holds).
+    fn resize(&mut self, rows: usize, bytes: usize) -> Result<(), OutOfMemory> {
+        let rows = rows.max(self.b.len());
+        let mut next = Strs::with_capacity(rows, bytes.max(self.text_len()))?;
+        if self.b.len() > 0 {
+            // contiguous offsets from 0: nothing to shift, nothing to overflow
+            next.b
+                .append_array(&self.b.finish())
+                .map_err(|_| OutOfMemory { requested: bytes })?;
+        }
+        *self = next;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        // the buffers go with the array
+        self.rows_cap = 0;
+        self.text_cap = 0;
+        Arc::new(self.b.finish())
     }
 }
 
 /// A column being built. Every growth is `try_reserve` (the builders of `arrow-array` grow
-/// with Rust's infallible allocation, which aborts the process when it fails): a batch that
-/// does not fit is [`Failure::OutOfMemory`], Python's `MemoryError`.
+/// with Rust's infallible allocation, which aborts the process when it fails; the text
+/// columns' one is never let grow, [`Strs`]): a batch that does not fit is
+/// [`Failure::OutOfMemory`], Python's `MemoryError`.
 enum Col {
     Str(Strs),
     U64(Prim<u64>),
@@ -248,32 +366,31 @@ impl Col {
             DataType::Float64 => Col::F64(Prim::default()),
             DataType::Boolean => Col::Bool(Bits::default(), Bits::default()),
             DataType::Timestamp(..) => Col::Time(Prim::default()),
-            _ => Col::Str(Strs {
-                offsets: vec![0],
-                data: Vec::new(),
-                valid: Bits::default(),
-            }),
+            _ => Col::Str(Strs::default()),
         }
     }
 
     /// Bytes of text so far (0 for a column that is not text).
     fn text_len(&self) -> usize {
         match self {
-            Col::Str(b) => b.data.len(),
+            Col::Str(b) => b.text_len(),
             _ => 0,
         }
     }
 
-    /// Room for `bytes` of text in all (a text column; the others are 8 bytes or a bit a row,
-    /// and their growth by doubling copies no more than this would): the text so far moved
-    /// once, where growing by doubling copies it at every doubling and leaves each old buffer
-    /// behind (for the text columns of a lean batch, a fifth of the build). A guess: when the
-    /// room cannot be had, the column grows as it goes.
-    fn make_room(&mut self, bytes: usize) {
+    /// Room for `rows` cells of `bytes` of text in all (a text column; the others are 8 bytes
+    /// or a bit a row, and their growth by doubling copies no more than this would): the text
+    /// so far moved once, where growing by doubling copies it at every doubling and leaves each
+    /// old buffer behind (for the text columns of a lean batch, a fifth of the build). A guess:
+    /// when the room cannot be had, the column grows as it goes.
+    fn make_room(&mut self, rows: usize, bytes: usize) {
         if let Col::Str(b) = self {
-            let more = bytes.saturating_sub(b.data.len());
-            if b.data.capacity() - b.data.len() < more {
-                let _ = b.data.try_reserve_exact(more);
+            let (more_rows, more_text) = (
+                rows.saturating_sub(b.b.len()),
+                bytes.saturating_sub(b.text_len()),
+            );
+            if !b.fits(more_rows, more_text) {
+                let _ = b.resize(rows.max(b.rows_cap), bytes.max(b.text_cap));
             }
         }
     }
@@ -311,7 +428,7 @@ impl Col {
 
     fn finish(&mut self) -> Result<ArrayRef, Failure> {
         Ok(match self {
-            Col::Str(b) => return b.finish(),
+            Col::Str(b) => b.finish(),
             Col::U64(b) => {
                 let (v, n) = b.take();
                 Arc::new(PrimitiveArray::<UInt64Type>::try_new(v.into(), n)?)
@@ -652,7 +769,9 @@ impl ArrowSink {
             .expected
             .saturating_add(self.expected / 4)
             .min(BATCH_BYTES);
-        let rows = (bytes / 256).min(self.batch_rows);
+        // a row a line at the least (64 bytes: `{"type":"x"}` and an event's worth of keys);
+        // room never written is never touched
+        let rows = (bytes / 64).min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
             for i in [self.raw_col, self.parsed_col].into_iter().flatten() {
                 if let Some(c) = self.cols.get_mut(i) {
@@ -682,10 +801,11 @@ impl ArrowSink {
     fn regrow(&mut self) {
         self.look_at = self.seen.saturating_mul(4);
         let input = self.batch_input();
+        let rows = project(self.rows, input, self.seen).min(self.batch_rows);
         for c in &mut self.cols {
             let bytes = project(c.b.text_len(), input, self.seen);
             if bytes > c.room_bytes.saturating_add(c.room_bytes / 2) {
-                c.b.make_room(bytes);
+                c.b.make_room(rows, bytes);
                 c.room_bytes = bytes;
             }
         }
@@ -709,10 +829,11 @@ impl ArrowSink {
         self.expected = self.expected.saturating_sub(self.seen);
         // the next batch: the rest of the input, at most what this one took
         let input = self.expected.min(self.seen);
+        let rows = project(self.rows, input, self.seen).min(self.batch_rows);
         for (c, text) in self.cols.iter_mut().zip(texts) {
             let bytes = project(text, input, self.seen);
-            if input > 0 {
-                c.b.make_room(bytes);
+            if input > 0 && bytes > 0 {
+                c.b.make_room(rows, bytes);
             }
             c.room_bytes = bytes;
         }
@@ -951,9 +1072,7 @@ pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch
                     .sum();
                 let mut b = Strs::with_capacity(rows, bytes)?;
                 for a in parts {
-                    for s in a.as_string::<i64>() {
-                        b.push(s)?;
-                    }
+                    b.append(a.as_string::<i64>())?;
                 }
                 Col::Str(b)
             }
@@ -1013,4 +1132,108 @@ pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch
         columns.push(col.finish()?);
     }
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(a: &ArrayRef) -> Vec<Option<String>> {
+        a.as_string::<i64>()
+            .iter()
+            .map(|s| s.map(str::to_owned))
+            .collect()
+    }
+
+    /// The builder keeps the buffers reserved for it with `try_reserve`: filled to its room,
+    /// none of them has moved (a move would be the builder's own, infallible, growth); the
+    /// next cell moves the column into a larger builder, cells kept.
+    #[test]
+    fn strings_fill_their_room_in_place() -> Result<(), Failure> {
+        let mut s = Strs::with_capacity(100, 1000)?;
+        assert!(s.rows_cap >= 100 && s.text_cap >= 1000);
+        let at = |s: &Strs| {
+            (
+                s.b.values_slice().as_ptr(),
+                s.b.offsets_slice().as_ptr(),
+                s.b.validity_slice().map(<[u8]>::as_ptr),
+            )
+        };
+        let before = at(&s);
+        let big = "é".repeat(s.text_cap / 2) + &"x".repeat(s.text_cap % 2);
+        let mut want = vec![Some(big.clone()), None];
+        s.push(Some(&big))?;
+        s.push(None)?;
+        s.nulls(3)?;
+        want.extend([None, None, None]);
+        while s.b.len() < s.rows_cap {
+            s.push(Some(""))?;
+            want.push(Some(String::new()));
+        }
+        assert_eq!(at(&s), before);
+        assert!(s.fits(0, 0) && !s.fits(1, 0) && !s.fits(0, 1));
+        s.push(Some("more"))?;
+        want.push(Some("more".into()));
+        assert_ne!(at(&s).0, before.0);
+        let a = s.finish();
+        assert_eq!(cells(&a), want);
+        assert_eq!(a.null_count(), 4);
+        assert_eq!((s.rows_cap, s.text_cap), (0, 0));
+        // no nulls, no validity bitmap (as arrow's builders give)
+        let mut s = Strs::default();
+        s.push(Some("a"))?;
+        s.push(Some("b"))?;
+        assert!(s.finish().nulls().is_none());
+        Ok(())
+    }
+
+    /// Room made for a batch keeps the cells so far.
+    #[test]
+    fn making_room_keeps_the_cells() -> Result<(), Failure> {
+        let mut c = Col::Str(Strs::default());
+        c.str(Some("a"))?;
+        c.absent(true, 2)?;
+        c.make_room(1000, 1 << 16);
+        let Col::Str(s) = &c else {
+            return Err(Failure::Cancelled);
+        };
+        assert!(s.rows_cap >= 1000 && s.text_cap >= 1 << 16);
+        c.str(Some("b"))?;
+        assert_eq!(
+            cells(&c.finish()?),
+            [Some("a".into()), None, None, Some("b".into())]
+        );
+        Ok(())
+    }
+
+    /// Bits set a byte at a time are the bits set one by one.
+    #[test]
+    fn bits_by_bytes_are_bits_one_by_one() -> Result<(), OutOfMemory> {
+        let runs = [1, 7, 0, 8, 3, 17, 1, 64, 5, 2, 9, 1, 30];
+        for start in [false, true] {
+            let (mut fast, mut slow) = (Bits::default(), Vec::new());
+            let mut v = start;
+            for (i, &n) in runs.iter().enumerate() {
+                if i % 3 == 2 {
+                    for _ in 0..n {
+                        fast.push(v)?;
+                    }
+                } else {
+                    fast.push_n(v, n)?;
+                }
+                slow.extend(std::iter::repeat_n(v, n));
+                v = !v;
+            }
+            let mut want = vec![0u8; slow.len().div_ceil(8)];
+            for (i, _) in slow.iter().enumerate().filter(|(_, b)| **b) {
+                if let Some(b) = want.get_mut(i / 8) {
+                    *b |= 1 << (i % 8);
+                }
+            }
+            assert_eq!(fast.bytes, want);
+            assert_eq!(fast.unset, slow.iter().filter(|b| !**b).count());
+            assert_eq!(fast.finish().iter().collect::<Vec<_>>(), slow);
+        }
+        Ok(())
+    }
 }
