@@ -325,13 +325,7 @@ pub fn _normalize_files_arrow<'py>(
         })
     })?
     .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
-    // an allocation that failed is MemoryError, as on every other path
-    if let Some(Err(e)) = results
-        .iter()
-        .find(|r| matches!(r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory))
-    {
-        return Err(PyMemoryError::new_err(e.to_string()));
-    }
+    super::no_failed_allocation(&results)?;
     let out = PyList::empty(py);
     for r in results {
         match r {

@@ -320,13 +320,7 @@ fn normalize_files<'py>(
         split::normalize_files(&files, dialect, budget, jobs, split_bytes, &cancel)
     })?
     .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
-    // an allocation that failed is MemoryError, as on every other path
-    if let Some(Err(e)) = results
-        .iter()
-        .find(|r| matches!(r, Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory))
-    {
-        return Err(PyMemoryError::new_err(e.to_string()));
-    }
+    no_failed_allocation(&results)?;
     let out = PyList::empty(py);
     for r in results {
         match r {
@@ -387,6 +381,18 @@ pub(crate) fn interruptible<T: Send>(
             )),
         }
     })
+}
+
+/// The first file of `results` whose failure is an allocation that failed, as `MemoryError`
+/// (as on every other path; the other failures stay the file's own, [`error_tuple`]).
+pub(crate) fn no_failed_allocation<T>(results: &[std::io::Result<T>]) -> PyResult<()> {
+    let oom = |r: &std::io::Result<T>| {
+        r.as_ref()
+            .err()
+            .filter(|e| e.kind() == std::io::ErrorKind::OutOfMemory)
+            .map(|e| PyMemoryError::new_err(e.to_string()))
+    };
+    results.iter().find_map(oom).map_or(Ok(()), Err)
 }
 
 /// A file's failure as the Python layer takes it: `(errno or None, message)`.
