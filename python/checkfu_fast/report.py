@@ -705,48 +705,37 @@ def _fold_all(
     """Fold every input in order (:func:`fold_files`, :func:`fold_stream` for what the core
     leaves); returns how many files were read and the exit status (a warning on stderr, but
     not when ``quiet``: the second fold of the inputs, in Python, says nothing again)."""
+    explicit = args.dialect not in (None, "auto")
+    files = 0
     try:
-        return _fold_each(fold, names, dialect, cache, progress, args, status, quiet)
+        for name, done in fold_files(fold, names, dialect, cache=cache):
+            try:
+                if done is not None:
+                    known, unknown = done
+                elif name == "-":
+                    known, unknown = fold_stream(fold, sys.stdin.buffer, dialect, progress)
+                else:
+                    with open_input(name) as f:
+                        known, unknown = fold_stream(
+                            fold, f, dialect, progress, claude_project(name)
+                        )
+                files += 1
+                if explicit and unknown and not known:
+                    if not quiet:
+                        recognised_none(name, args.dialect, unknown, progress)
+                    status = 1
+            except OSError as exc:
+                fold.end_stream()
+                if not quiet:
+                    unreadable(name, exc, progress)
+                status = 1
+            progress.file_done(name)
+        progress.close()
+        if cache is not None:
+            cache.save()
     finally:
         if cache is not None:
             cache.discard()  # saved, or (cut short) its new file removed
-
-
-def _fold_each(
-    fold: UsageFold | CoreFold,
-    names: list[str],
-    dialect: Any,
-    cache: SummaryCache | None,
-    progress: Progress,
-    args: argparse.Namespace,
-    status: int,
-    quiet: bool,
-) -> tuple[int, int]:
-    explicit = args.dialect not in (None, "auto")
-    files = 0
-    for name, done in fold_files(fold, names, dialect, cache=cache):
-        try:
-            if done is not None:
-                known, unknown = done
-            elif name == "-":
-                known, unknown = fold_stream(fold, sys.stdin.buffer, dialect, progress)
-            else:
-                with open_input(name) as f:
-                    known, unknown = fold_stream(fold, f, dialect, progress, claude_project(name))
-            files += 1
-            if explicit and unknown and not known:
-                if not quiet:
-                    recognised_none(name, args.dialect, unknown, progress)
-                status = 1
-        except OSError as exc:
-            fold.end_stream()
-            if not quiet:
-                unreadable(name, exc, progress)
-            status = 1
-        progress.file_done(name)
-    progress.close()
-    if cache is not None:
-        cache.save()
     return files, status
 
 
