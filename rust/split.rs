@@ -189,17 +189,29 @@ fn read_exact_at(src: &mut dyn Input, offset: u64, buf: &mut [u8]) -> io::Result
     Ok(())
 }
 
+/// The bytes of `[start, end)` read into `buf`, `start` being `end - buf.len()` or `lo` if
+/// that is later: one step of a scan backwards from `end` to `lo`.
+fn block_before<'b>(
+    src: &mut dyn Input,
+    buf: &'b mut [u8],
+    lo: u64,
+    end: u64,
+) -> io::Result<(u64, &'b [u8])> {
+    let start = end.saturating_sub(buf.len() as u64).max(lo);
+    let block = buf
+        .get_mut(..usize::try_from(end - start).unwrap_or(0))
+        .unwrap_or_default();
+    read_exact_at(src, start, block)?;
+    Ok((start, block))
+}
+
 /// Just after the last LF of `[lo, at)`, or `lo` (a line start): the start of a line that goes
 /// on from `at`.
 fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
     let mut buf = vec![0u8; PROBE];
     let mut end = at;
     while end > lo {
-        let start = end.saturating_sub(PROBE as u64).max(lo);
-        let block = buf
-            .get_mut(..usize::try_from(end - start).unwrap_or(0))
-            .unwrap_or_default();
-        read_exact_at(src, start, block)?;
+        let (start, block) = block_before(src, &mut buf, lo, end)?;
         if let Some(i) = memchr::memrchr(b'\n', block) {
             return Ok(start + i as u64 + 1);
         }
@@ -282,12 +294,7 @@ fn last_context(
     let mut buf = vec![0u8; PROBE];
     let mut end = hi;
     while end > lo {
-        let start = end.saturating_sub(PROBE as u64).max(lo);
-        let block = buf
-            .get_mut(..usize::try_from(end - start).unwrap_or(0))
-            .unwrap_or_default();
-        read_exact_at(src, start, block)?;
-        let block: &[u8] = block;
+        let (start, block) = block_before(src, &mut buf, lo, end)?;
         let Some(hit) = last_mark(block, &marks, mark) else {
             end = if start == lo { lo } else { start + overlap };
             continue;
