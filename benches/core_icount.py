@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PATHS = ("parse", "normalize", "jsonl", "jsonl_lean", "arrow", "arrow_lean")
+PATHS = ("parse", "normalize", "fold", "jsonl", "jsonl_lean", "arrow", "arrow_lean")
 WRITERS = ("jsonl", "jsonl_lean", "arrow", "arrow_lean")
 
 

@@ -120,6 +120,13 @@ fn ours_arrow(data: &[u8]) -> usize {
     arrow_with(data, _native::fields::Sel::ALL)
 }
 
+fn ours_fold(data: &[u8]) -> usize {
+    _native::usage::fold_bytes(data, None, Budget::default(), None).map_or(0, |o| {
+        std::hint::black_box(&o);
+        1
+    })
+}
+
 fn serde(data: &[u8]) -> usize {
     lines(data)
         .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
@@ -149,6 +156,7 @@ fn simd(data: &[u8]) -> usize {
 const BENCHES: &[(&str, Bench)] = &[
     ("parse", ours_parse),
     ("normalize", ours_normalize),
+    ("fold", ours_fold),
     ("jsonl", ours_jsonl),
     ("jsonl_lean", ours_jsonl_lean),
     #[cfg(feature = "arrow")]

@@ -237,23 +237,34 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self) -> Result<Value<'a>, JsonError> {
+        let mut v = Value::Null;
+        self.value_into(&mut v)?;
+        Ok(v)
+    }
+
+    /// The next value, written into `slot` (in place: a returned `Value` is copied through
+    /// the stack in pieces on its way into its container, stalling each store's forwarding).
+    fn value_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         // a node is counted where the lexical scan counts one: a string, or any byte that is not
         // a delimiter (containers are counted in `enter`), before the value is read
         match self.peek() {
             None => Err(self.err("unexpected end of input", self.i)),
             Some(b'"') => {
                 self.node()?;
-                Ok(Value::Str(self.string()?))
+                *slot = Value::Str(self.string()?);
+                Ok(())
             }
-            Some(b'{') => self.object(),
-            Some(b'[') => self.array(),
+            Some(b'{') => self.object(slot),
+            Some(b'[') => self.array(slot),
             Some(b'-' | b'0'..=b'9') => {
                 self.node()?;
-                self.number()
+                *slot = self.number()?;
+                Ok(())
             }
             Some(b't' | b'f' | b'n') => {
                 self.node()?;
-                self.literal()
+                *slot = self.literal()?;
+                Ok(())
             }
             Some(b']' | b'}' | b',' | b':') => Err(self.err("expected value", self.i)),
             Some(_) => {
@@ -502,28 +513,33 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn array(&mut self) -> Result<Value<'a>, JsonError> {
+    fn array(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         self.enter()?;
-        let mut items = Vec::new();
+        *slot = Value::Array(Vec::new());
+        let Value::Array(items) = slot else {
+            return Err(self.err("expected value", self.i));
+        };
         if self.peek() == Some(b']') {
             self.i += 1;
             self.depth -= 1;
-            return Ok(Value::Array(items));
+            return Ok(());
         }
         loop {
             self.ws();
-            let v = self.value()?;
-            if let Err(e) = OutOfMemory::reserve(&mut items, 1) {
+            if let Err(e) = OutOfMemory::reserve(items, 1) {
                 return Err(self.out_of_memory(e));
             }
-            items.push(v);
+            items.push(Value::Null);
+            if let Some(last) = items.last_mut() {
+                self.value_into(last)?;
+            }
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
                 Some(b']') => {
                     self.i += 1;
                     self.depth -= 1;
-                    return Ok(Value::Array(items));
+                    return Ok(());
                 }
                 Some(b',') => self.i += 1,
                 Some(_) => return Err(self.err("expected ',' or ']'", self.i)),
@@ -531,13 +547,16 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self) -> Result<Value<'a>, JsonError> {
+    fn object(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         self.enter()?;
-        let mut pairs = Vec::new();
+        *slot = Value::Object(Vec::new());
+        let Value::Object(pairs) = slot else {
+            return Err(self.err("expected value", self.i));
+        };
         if self.peek() == Some(b'}') {
             self.i += 1;
             self.depth -= 1;
-            return Ok(Value::Object(pairs));
+            return Ok(());
         }
         loop {
             self.ws();
@@ -547,7 +566,16 @@ impl<'a> Parser<'a> {
                 Some(_) => return Err(self.err("expected string key", self.i)),
             }
             self.node()?;
-            let key = self.string()?;
+            if let Err(e) = OutOfMemory::reserve(pairs, 1) {
+                return Err(self.out_of_memory(e));
+            }
+            // the pair pushed whole as a constant and filled in place (a pair built first is
+            // copied into the vector through the stack, stalling store forwarding)
+            pairs.push((Cow::Borrowed(""), Value::Null));
+            let Some((key, value)) = pairs.last_mut() else {
+                return Err(self.err("expected string key", self.i));
+            };
+            *key = self.string()?;
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
@@ -555,21 +583,17 @@ impl<'a> Parser<'a> {
                 Some(_) => return Err(self.err("expected ':'", self.i)),
             }
             self.ws();
-            let v = self.value()?;
-            if let Err(e) = OutOfMemory::reserve(&mut pairs, 1) {
-                return Err(self.out_of_memory(e));
-            }
-            pairs.push((key, v));
+            self.value_into(value)?;
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
                 Some(b'}') => {
                     self.i += 1;
                     self.depth -= 1;
-                    if self.canon && crate::value::has_duplicate_keys(&pairs) {
+                    if self.canon && crate::value::has_duplicate_keys(pairs) {
                         self.canon = false;
                     }
-                    return Ok(Value::Object(pairs));
+                    return Ok(());
                 }
                 Some(b',') => self.i += 1,
                 Some(_) => return Err(self.err("expected ',' or '}'", self.i)),
