@@ -273,3 +273,54 @@ def test_json_text_is_json_dumps_byte_for_byte():
         assert _native._json_indent2(odd) is None
     assert dumps({"x": [float("inf"), 1.5]}) == json.dumps({"x": [None, 1.5]}, indent=2)
     assert dumps({1: "a"}) == json.dumps({1: "a"}, indent=2)
+
+
+def test_json_written_in_pieces_is_dumps():
+    """--json written as it is made (report.write_json: usage.Lazy parts item by item, each
+    indented to its depth) is dumps(doc) and a newline, byte for byte: empty and one-item
+    parts, objects and arrays, text with newlines and non-ASCII in keys and values, floats
+    that are not finite (null, as dumps)."""
+    from checkfu_fast.report import dumps, write_json
+    from checkfu_fast.usage import Lazy
+
+    def lazy(items: list, pairs: bool) -> Lazy:
+        return Lazy(lambda: iter(items), len(items), pairs=pairs)
+
+    entries = [
+        ("s\n1 ✓", {"a": [1, {"b": "x\ny"}], "c": {}, "d": []}),
+        ("s2", {"e": float("inf"), "f": 0.1}),
+    ]
+    rows = [{"session": k, **v} for k, v in entries]
+    for parts in ([], entries[:1], entries):
+        plain = {
+            "files": 3,
+            "total": {"inputTokens": 1, "unpricedModels": ["m"]},
+            "bySession": dict(parts),
+            "rows": [{"session": k, **v} for k, v in parts],
+            "prices": None,
+        }
+        doc = {
+            **plain,
+            "bySession": lazy(list(parts), True),
+            "rows": lazy(rows[: len(parts)], False),
+        }
+        out: list[str] = []
+        write_json(doc, out.append)
+        assert "".join(out) == dumps(plain) + "\n"
+        out = []
+        write_json(plain, out.append)
+        assert "".join(out) == dumps(plain) + "\n"
+
+
+def test_memo_put_in_pieces_is_put(tmp_path):
+    """A memo entry written from pieces (the spooled output) is the one put writes."""
+    from checkfu_fast.report_cache import Memo
+
+    text = '{\n  "a": 1\n}\n' * 1000 + "✓"
+    a, b = Memo(str(tmp_path / "a")), Memo(str(tmp_path / "b"))
+    a.put("k", text)
+    b.put_pieces("k", lambda: (text[i : i + 777] for i in range(0, len(text), 777)))
+    assert (tmp_path / "a" / "memo" / "k.txt").read_bytes() == (
+        tmp_path / "b" / "memo" / "k.txt"
+    ).read_bytes()
+    assert b.get("k") == text

@@ -67,6 +67,12 @@ def _folds(paths: list[Path], **opts: Any) -> tuple[usage.CoreFold, usage.UsageF
 def _same(core: usage.CoreFold, py: usage.UsageFold, nows: list[float] = ()) -> None:  # type: ignore[assignment]
     assert core.totals(by_day=True) == py.totals(by_day=True)
     assert core.rows() == py.rows()
+    # report --json's lazy parts (usage.Lazy, written item by item): the same items
+    lazy = core.totals(by_day=True, lazy=True)
+    assert isinstance(lazy["bySession"], usage.Lazy)
+    assert {**lazy, "bySession": dict(lazy["bySession"])} == py.totals(by_day=True)
+    rows = core.rows(lazy=True)
+    assert list(rows) == py.rows() and len(rows) == len(py.rows())
     for now in nows:
         assert core.active_block(now) == py.active_block(now)
 

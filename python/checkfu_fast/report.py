@@ -22,6 +22,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ from .paths import Stamp, empty_dirs, expand
 from .progress import Progress, wanted
 from .report_cache import Memo, SummaryCache
 from .report_inputs import default_paths, local_zone
-from .usage import DIMENSIONS, CoreFold, Inexact, StreamSummary, UsageFold
+from .usage import DIMENSIONS, CoreFold, Inexact, Lazy, StreamSummary, UsageFold
 
 # the event fields UsageFold reads (usage.py; never ``parsed`` or ``raw``): the report asks
 # the core for these only (``text`` for codex's ``turn_context`` model)
@@ -372,6 +373,34 @@ def dumps(doc: Any) -> str:
     return json.dumps(_finite(doc), indent=2, allow_nan=False)
 
 
+def write_json(doc: dict[str, Any], write: Callable[[str], Any]) -> None:
+    """``dumps(doc)`` and a newline, written in pieces: each :class:`~checkfu_fast.usage.Lazy`
+    value (``bySession``, ``rows``) item by item as it is made, so neither its dicts nor the
+    whole text are held at once (25 MB of text for a 1 GiB tree of 35,945 sessions); the
+    same text (an item's own lines indented to its depth: a JSON string has no newline)."""
+    if not any(isinstance(v, Lazy) for v in doc.values()):
+        write(dumps(doc))  # not `+ "\n"`: a copy of a big document's text
+        write("\n")
+        return
+    write("{")
+    for i, (key, v) in enumerate(doc.items()):
+        write(("," if i else "") + "\n  " + json.dumps(key) + ": ")
+        if not isinstance(v, Lazy):
+            write(dumps(v).replace("\n", "\n  "))
+        elif not len(v):
+            write("{}" if v.pairs else "[]")
+        else:
+            write("{" if v.pairs else "[")
+            sep = "\n    "
+            for item in v:
+                k, x = item if v.pairs else (None, item)
+                head = "" if k is None else json.dumps(k) + ": "
+                write(sep + head + dumps(x).replace("\n", "\n    "))
+                sep = ",\n    "
+            write("\n  }" if v.pairs else "\n  ]")
+    write("\n}\n")
+
+
 def _int(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:,.1f}"
 
@@ -571,26 +600,35 @@ def main(args: argparse.Namespace) -> int:
     """``checkfu-fast report``: the output is written at the end, and kept in the memo
     (:func:`_memo_key`) when the run was clean."""
     args.memo = None
-    out, buf = sys.stdout, io.StringIO()
-    sys.stdout = buf
-    # the fold keeps one object per distinct message and session alive and makes no cycles:
-    # the cyclic collector's passes over them cost a fifth of a big report's time, and more
-    # the bigger the tree (a short-lived process: collected at its end)
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        status = _main(args)
-    finally:
-        sys.stdout = out
-        if collecting:
-            gc.enable()
-    text = buf.getvalue()
-    buf.close()
-    for i in range(0, len(text), 1 << 20):  # encoded a MiB at a time, not all at once
-        out.write(text[i : i + (1 << 20)])
-    if status == 0 and args.memo is not None:
-        memo, key = args.memo
-        memo.put(key, text)
+    out = sys.stdout
+    # the output waits in a temporary file, not in memory (a big tree's --json is tens of MB
+    # of text), then is copied out a MiB at a time (and into the memo)
+    with tempfile.TemporaryFile(
+        "w+", encoding="utf-8", errors="surrogatepass", newline=""
+    ) as spool:
+        sys.stdout = spool
+        # the fold keeps one object per distinct message and session alive and makes no
+        # cycles: the cyclic collector's passes over them cost a fifth of a big report's
+        # time, and more the bigger the tree (a short-lived process: collected at its end)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            status = _main(args)
+        finally:
+            sys.stdout = out
+            if collecting:
+                gc.enable()
+
+        def pieces() -> Iterator[str]:
+            spool.seek(0)
+            while piece := spool.read(1 << 20):
+                yield piece
+
+        for piece in pieces():
+            out.write(piece)
+        if status == 0 and args.memo is not None:
+            memo, key = args.memo
+            memo.put_pieces(key, pieces)
     return status
 
 
@@ -661,9 +699,15 @@ def _main(args: argparse.Namespace) -> int:
     else:
         fold = UsageFold(**options)
     files, status = _fold_all(fold, names, dialect, cache, progress, args, status)
+    # --json written as it is made (write_json): the sessions' totals are not all dicts at once
+    lazy = bool(args.json) and isinstance(fold, CoreFold)
     try:
-        totals = fold.totals(by_day="day" in by)
-        rows = fold.rows()
+        if isinstance(fold, CoreFold):
+            totals = fold.totals(by_day="day" in by, lazy=lazy)
+            rows: Any = fold.rows(lazy=lazy)
+        else:
+            totals = fold.totals(by_day="day" in by)
+            rows = fold.rows()
         active = fold.active_block(time.time()) if args.active else None
     except Inexact:
         fold = UsageFold(**options)
@@ -680,8 +724,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.active:
         doc["active"] = active
     if args.json:
-        sys.stdout.write(dumps(doc))  # not `+ "\n"`: a copy of a big document's text
-        sys.stdout.write("\n")
+        write_json(doc, sys.stdout.write)
     elif args.csv:
         sys.stdout.write(to_csv(rows, by))
     else:

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any, BinaryIO
 
@@ -458,7 +460,7 @@ def _write(path: str, fmt: str, doc: Any) -> None:
     _write_body(path, fmt, json.dumps(doc, separators=(",", ":")).encode())
 
 
-def _replace(path: str, data: list[bytes]) -> None:
+def _replace(path: str, data: Iterable[bytes]) -> None:
     """Write ``path`` (the pieces of ``data``, in order) atomically (a temporary file renamed
     over it); silently nothing when it cannot be written (a cache is never worth failing a
     report)."""
@@ -506,6 +508,21 @@ class Memo:
 
     def put(self, key: str, text: str) -> None:
         _write_body(self._path(key), MEMO_FORMAT, text.encode())
+        self._trim()
+
+    def put_pieces(self, key: str, pieces: Callable[[], Iterable[str]]) -> None:
+        """:meth:`put` of the text ``pieces()`` gives (twice: once hashed, once written), no
+        more of it in memory at once than a piece."""
+        h = hashlib.blake2b(digest_size=16)
+        for piece in pieces():
+            h.update(piece.encode())
+        meta = {"format": MEMO_FORMAT, "version": _stamp(), "hash": h.hexdigest()}
+        head = json.dumps(meta).encode() + b"\n"
+        _replace(self._path(key), itertools.chain([head], (p.encode() for p in pieces())))
+        self._trim()
+
+    def _trim(self) -> None:
+        """The oldest entries beyond :data:`MEMO_ENTRIES` removed."""
         try:
             kept = sorted(
                 (e.stat().st_mtime_ns, e.path)

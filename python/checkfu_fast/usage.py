@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Any, cast
 
@@ -1144,6 +1144,31 @@ def _acc_of(t: Sequence[Any], endings: Sequence[int] | None = None) -> _Acc:
     return a
 
 
+class Lazy:
+    """A part of a document made item by item as it is written (``report --json``: the
+    ``bySession`` and ``rows`` of a tree of tens of thousands of sessions are never all dicts
+    at once): ``len`` items, iterated as ``(key, value)`` pairs of a JSON object when ``pairs``,
+    else as the values of a JSON array. ``dict(lazy)`` or ``list(lazy)`` gives the whole."""
+
+    def __init__(self, items: Callable[[], Iterator[Any]], n: int, *, pairs: bool) -> None:
+        self._items = items
+        self.n = n
+        self.pairs = pairs
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._items()
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def _session_entry(t: Sequence[Any]) -> dict[str, Any]:
+    """A ``bySession`` entry of the core's ``(name, acc, endings, dialect)``."""
+    d = _acc_of(t[1], t[2]).as_dict(endings=True)
+    d["dialect"] = t[3] if t[3] is not None else _UNKNOWN
+    return d
+
+
 class CoreFold:
     """:class:`UsageFold`'s :meth:`~UsageFold.merge`, :meth:`~UsageFold.totals`,
     :meth:`~UsageFold.rows` and :meth:`~UsageFold.active_block`, the same values, with the
@@ -1178,7 +1203,7 @@ class CoreFold:
         self.since = since
         self.until = until
         self.active = active
-        self._merge = native._UsageMerge(self._resolve if snap is not None else None)
+        self._merge: Any = native._UsageMerge(self._resolve if snap is not None else None)
         self._stream: _Stream | None = None
         self._done: tuple[Any, ...] | None = None
         self._inexact: str | None = None
@@ -1263,31 +1288,55 @@ class CoreFold:
             raise Inexact(m.inexact)
         total = _acc_of(g["total"], g["endings"])
         models = {name: _acc_of(t) for name, t in g["models"]}
-        sessions: dict[str, _Acc] = {}
-        dialects: dict[str, str] = {}
-        for name, t, endings, dialect in g["sessions"]:
-            sessions[name] = _acc_of(t, endings)
-            if dialect is not None:
-                dialects[name] = dialect
+        # the core's tuples, one per session, made totals as they are written (Lazy): a
+        # tree's tens of thousands of sessions are never all _Acc objects and dicts at once
+        sessions: list[tuple[Any, ...]] = sorted(g["sessions"], key=lambda t: t[0])
         days = {day: _acc_of(t) for day, t in g["days"]}
         groups = {tuple(key): _acc_of(t) for key, t in g["rows"]}
         active = _acc_of(g["active"]) if g["active"] is not None else None
-        self._done = (total, models, sessions, days, dialects, groups, ends, spans, active)
+        del g
+        self._merge = None  # the core's fold, its names and buckets, freed: all is here
+        self._done = (total, models, sessions, days, groups, ends, spans, active)
         return self._done
 
-    def totals(self, *, by_day: bool = False) -> dict[str, Any]:
-        """As :meth:`UsageFold.totals` (:class:`Inexact` where the core's could differ)."""
-        total, models, sessions, days, dialects = self._final()[:5]
-        return _totals(total, models, sessions, days, dialects, by_day)
+    def totals(self, *, by_day: bool = False, lazy: bool = False) -> dict[str, Any]:
+        """As :meth:`UsageFold.totals` (:class:`Inexact` where the core's could differ); with
+        ``lazy``, ``bySession`` is a :class:`Lazy` of its pairs."""
+        total, models, sessions, days = self._final()[:4]
+        if lazy:
+            out: dict[str, Any] = {
+                "total": total.as_dict(endings=True),
+                "byModel": {k: models[k].as_dict() for k in sorted(models)},
+                "bySession": Lazy(
+                    lambda: ((t[0], _session_entry(t)) for t in sessions),
+                    len(sessions),
+                    pairs=True,
+                ),
+            }
+            if by_day:
+                out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
+            return out
+        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions}
+        dialects = {t[0]: t[3] for t in sessions if t[3] is not None}
+        return _totals(total, models, accs, days, dialects, by_day)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """As :meth:`UsageFold.rows`."""
-        _, _, sessions, _, _, groups, ends, _, _ = self._final()
-        return _rows(self.by, sessions, groups, ends)
+    def rows(self, *, lazy: bool = False) -> list[dict[str, Any]] | Lazy:
+        """As :meth:`UsageFold.rows`; with ``lazy`` and ``by`` session, a :class:`Lazy` of
+        them."""
+        _, _, sessions, _, groups, ends, _, _ = self._final()
+        if self.by == ("session",):
+
+            def made() -> Iterator[dict[str, Any]]:
+                for t in sessions:
+                    yield {"session": t[0], **_acc_of(t[1]).as_dict()}
+
+            return Lazy(made, len(sessions), pairs=False) if lazy else list(made())
+        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions}
+        return _rows(self.by, accs, groups, ends)
 
     def active_block(self, now: float) -> dict[str, Any] | None:
         """As :meth:`UsageFold.active_block` (with ``active=True``)."""
-        spans, acc = self._final()[7:]
+        spans, acc = self._final()[6:]
         if not spans or acc is None:
             return None
         return _active(spans[-1], acc, now)
