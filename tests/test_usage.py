@@ -250,3 +250,55 @@ def test_session_file_totals_equal_the_ccusage_rule(path):
     by_model = {m: {k: t[k] for k in TOKENS[:3]} for m, t in doc["totals"]["byModel"].items()}
     want = {m: {k: t[k] for k in TOKENS[:3]} for m, t in doc["ccusageByModel"].items()}
     assert by_model == want
+
+
+def _rollout_counter(ts: str, inp: int, cached: int, write: int, out: int) -> str:
+    u = {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "cache_write_input_tokens": write,
+        "output_tokens": out,
+        "reasoning_output_tokens": 0,
+        "total_tokens": inp + out,
+    }
+    return json.dumps(
+        {
+            "timestamp": ts,
+            "type": "event_msg",
+            "payload": {"type": "token_count", "info": {"total_token_usage": u}},
+        }
+    )
+
+
+def test_codex_cache_writes_are_kept_both_twins():
+    """2026 rollouts count cache writes (``cache_write_input_tokens``, a part of
+    ``input_tokens``): ``cacheWriteTokens`` on the events, and the counter's growth in the
+    totals (250, the last reading; not 100 + 250)."""
+    lines = [
+        json.dumps(
+            {
+                "timestamp": "2026-09-07T04:20:00Z",
+                "type": "session_meta",
+                "payload": {"id": "t1", "cwd": "/w"},
+            }
+        ),
+        json.dumps(
+            {
+                "timestamp": "2026-09-07T04:20:01Z",
+                "type": "turn_context",
+                "payload": {"model": "gpt-5.5", "cwd": "/w"},
+            }
+        ),
+        _rollout_counter("2026-09-07T04:20:09Z", 1000, 200, 100, 10),
+        _rollout_counter("2026-09-07T04:21:09Z", 3000, 900, 250, 30),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    events = normalize(data)
+    assert events == reference.normalize(data)
+    assert [e.get("cacheWriteTokens") for e in events if e["kind"] == "usage"] == [100, 250]
+    total = usage_totals(events)["total"]
+    assert (total["inputTokens"], total["cachedTokens"], total["cacheWriteTokens"]) == (
+        3000,
+        900,
+        250,
+    )

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use crate::dialect::{Context, Dialect};
 use crate::event::{
-    action, classify, compaction_tokens, content_blocks, content_text, error, line_extras, msg,
-    name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call, tool_result, usage,
-    window_of_minutes, with_rate_limits, Event, LineMeta, Num, RateLimit, Subagent, Text,
-    ToolResult,
+    action, cache_writes, classify, compaction_tokens, content_blocks, content_text, error,
+    line_extras, msg, name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call,
+    tool_result, usage, window_of_minutes, with_rate_limits, Event, LineMeta, Num, RateLimit,
+    Subagent, Text, ToolResult,
 };
 use crate::value::Value;
 
@@ -229,7 +229,8 @@ fn one<'v>(key: &'static str, v: Option<&'v Value<'v>>) -> Value<'v> {
     )])
 }
 
-/// `input_tokens` already includes `cached_input_tokens`; `output_tokens` includes reasoning.
+/// `input_tokens` already includes `cached_input_tokens` (and the 2026 builds'
+/// `cache_write_input_tokens`: `cacheWriteTokens`); `output_tokens` includes reasoning.
 fn codex_usage<'v>(u: &'v Value<'v>) -> Event<'v> {
     let ev = usage(
         "cumulative",
@@ -239,6 +240,7 @@ fn codex_usage<'v>(u: &'v Value<'v>) -> Event<'v> {
         &[u.get("output_tokens")],
         None,
     );
+    let ev = cache_writes(ev, Num::count(u.get("cache_write_input_tokens")), None);
     reasoning_tokens(ev, u.get("reasoning_output_tokens"))
 }
 

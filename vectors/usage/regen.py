@@ -416,19 +416,21 @@ def estimate_codex_rollouts(files):
             if not isinstance(info, dict):
                 continue
             u = info["total_token_usage"]
-            t = (u["input_tokens"], u["output_tokens"], u["cached_input_tokens"])
+            # 2026 builds add cache_write_input_tokens (a part of input_tokens)
+            t = (u["input_tokens"], u["output_tokens"], u["cached_input_tokens"],
+                 u.get("cache_write_input_tokens", 0))
             if cont and burst in (None, d["timestamp"][:19]):
                 burst = d["timestamp"][:19]
-                seen[thread] = tuple(map(max, seen.get(thread, (0, 0, 0)), t))
+                seen[thread] = tuple(map(max, seen.get(thread, (0, 0, 0, 0)), t))
                 continue
             cont = False
             if prev is not None and any(a < b for a, b in zip(t, prev)):
-                seen[thread] = (0, 0, 0)
-            base = seen.get(thread, (0, 0, 0))
+                seen[thread] = (0, 0, 0, 0)
+            base = seen.get(thread, (0, 0, 0, 0))
             delta = tuple(max(a - b, 0) for a, b in zip(t, base))
             seen[thread] = tuple(map(max, base, t))
             prev = t
-            reqs.append((model, delta[0], delta[1], delta[2], 0, 0))
+            reqs.append((model, delta[0], delta[1], delta[2], delta[3], 0))
     return _sum_requests(reqs)
 
 

@@ -10,6 +10,7 @@ from typing import Any, cast
 from ..events import (
     Event,
     action,
+    cache_writes,
     classify,
     compaction_tokens,
     content_blocks,
@@ -200,7 +201,8 @@ def map_line(v: dict[str, Any]) -> list[Event]:
 
 
 def _usage(u: dict[str, Any]) -> Event:
-    # input_tokens already includes cached_input_tokens; output_tokens includes reasoning
+    # input_tokens already includes cached_input_tokens (and the 2026 builds'
+    # cache_write_input_tokens: cacheWriteTokens); output_tokens includes reasoning
     ev = usage(
         "cumulative",
         None,
@@ -208,6 +210,7 @@ def _usage(u: dict[str, Any]) -> Event:
         u.get("cached_input_tokens"),
         [u.get("output_tokens")],
     )
+    ev = cache_writes(ev, u.get("cache_write_input_tokens"))
     return reasoning_tokens(ev, u.get("reasoning_output_tokens"))
 
 
