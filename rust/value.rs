@@ -105,21 +105,163 @@ impl<'a> Value<'a> {
     }
 }
 
-/// Objects up to this many pairs are checked for duplicate keys pairwise, larger ones by hash.
-const DUP_SCAN_MAX: usize = 16;
+/// Objects up to this many pairs are checked for duplicate keys pairwise (few comparisons, most
+/// of them settled by the lengths).
+const DUP_PAIRWISE_MAX: usize = 4;
+/// Objects up to this many pairs are checked through [`KeyFilter`], larger ones by hash set.
+const DUP_FILTER_MAX: usize = 64;
 
 /// An object's pairs repeat a key (the Python dict keeps fewer pairs than the text has).
 pub fn has_duplicate_keys(pairs: &[(Cow<'_, str>, Value<'_>)]) -> bool {
-    if pairs.len() <= DUP_SCAN_MAX {
-        pairs.iter().enumerate().any(|(i, (k, _))| {
-            pairs
-                .get(..i)
-                .unwrap_or_default()
-                .iter()
-                .any(|(j, _)| j == k)
-        })
+    let earlier = |i: usize, k: &Cow<'_, str>| {
+        pairs
+            .get(..i)
+            .unwrap_or_default()
+            .iter()
+            .any(|(j, _)| j == k)
+    };
+    if pairs.len() <= DUP_PAIRWISE_MAX {
+        pairs.iter().enumerate().any(|(i, (k, _))| earlier(i, k))
+    } else if pairs.len() <= DUP_FILTER_MAX {
+        // a key is compared with the earlier ones only when its bit is already set
+        let mut seen = KeyFilter::default();
+        pairs
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| seen.insert(k.as_bytes()) && earlier(i, k))
     } else {
         let mut seen = std::collections::HashSet::with_capacity(pairs.len());
         pairs.iter().any(|(k, _)| !seen.insert(k.as_ref()))
+    }
+}
+
+/// A 1024-bit Bloom filter of keys, two bits a key (two 10-bit slices of [`key_hash`]): a key
+/// that finds either of its bits unset is new for sure. On the corpora's objects (up to 18 keys)
+/// no key is compared with the others; one bit a key made a few repeated pairs of keys collide
+/// on most lines.
+#[derive(Default)]
+struct KeyFilter([u64; 16]);
+
+impl KeyFilter {
+    /// Set the key's bits; whether both were set already (an equal key, or a collision).
+    #[inline]
+    fn insert(&mut self, key: &[u8]) -> bool {
+        let h = key_hash(key);
+        self.set(h >> 54) & self.set((h >> 44) & 1023)
+    }
+
+    /// Set bit `at` (below 1024); whether it was set.
+    #[inline]
+    fn set(&mut self, at: u64) -> bool {
+        let bit = 1u64 << (at & 63);
+        let Some(word) = self.0.get_mut((at >> 6) as usize) else {
+            return true;
+        };
+        let was = *word & bit != 0;
+        *word |= bit;
+        was
+    }
+}
+
+/// A 64-bit hash of a key from at most three of its 8-byte words (first, middle, last, which
+/// overlap on short keys) and its length, mixed by one 128-bit multiply (as foldhash does). Keys
+/// of one object differ early, late or in length; equal keys hash equal.
+#[inline]
+fn key_hash(k: &[u8]) -> u64 {
+    let n = k.len();
+    let le64 = |at: usize| {
+        k.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let le32 = |at: usize| {
+        k.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_le_bytes)
+    };
+    let byte = |at: usize| u64::from(k.get(at).copied().unwrap_or(0));
+    let x = if n >= 8 {
+        le64(0) ^ le64(n - 8).rotate_left(21) ^ le64(n / 2 - 4).rotate_left(42)
+    } else if n >= 4 {
+        u64::from(le32(0)) | u64::from(le32(n - 4)) << 32
+    } else if n > 0 {
+        byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16
+    } else {
+        0
+    };
+    let p = u128::from(x ^ (n as u64) << 56) * 0x9E37_79B9_7F4A_7C15;
+    (p as u64) ^ (p >> 64) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(keys: &[String]) -> Vec<(Cow<'_, str>, Value<'_>)> {
+        keys.iter()
+            .map(|k| (Cow::Borrowed(k.as_str()), Value::Null))
+            .collect()
+    }
+
+    /// Whatever the number of keys (the pairwise, filter and hash-set ranges and their edges),
+    /// a repeat is found wherever its two keys stand, and distinct keys are never one.
+    #[test]
+    fn duplicate_keys_at_every_size_and_place() {
+        // keys of every length class of `key_hash` (empty, 1-3, 4-7, 8+ bytes), some differing
+        // only in the middle (the long ones) or only in length
+        let key = |i: usize| match i % 5 {
+            0 => format!("k{i}"),
+            1 => format!("key_{i:03}_tokens"),
+            2 => format!("ephemeral_{i}_input_tokens"),
+            3 => "x".repeat(i / 5),
+            _ => format!("{i}"),
+        };
+        for n in [0, 1, 2, 3, 4, 5, 6, 16, 17, 63, 64, 65, 100] {
+            let keys: Vec<String> = (0..n).map(key).collect();
+            assert!(!has_duplicate_keys(&object(&keys)), "{n}: {keys:?}");
+            for a in 0..n {
+                for b in [0, a / 2, n.saturating_sub(1)] {
+                    if b <= a {
+                        continue;
+                    }
+                    let mut dup = keys.clone();
+                    if let Some(k) = keys.get(a) {
+                        if let Some(slot) = dup.get_mut(b) {
+                            slot.clone_from(k);
+                        }
+                    }
+                    assert!(has_duplicate_keys(&object(&dup)), "{n} {a} {b}");
+                }
+            }
+        }
+        // owned and borrowed keys of the same text are the same key
+        let pairs = vec![
+            (Cow::Owned("a\"b".to_string()), Value::Null),
+            (Cow::Borrowed("x"), Value::Null),
+            (Cow::Borrowed("y"), Value::Null),
+            (Cow::Borrowed("z"), Value::Null),
+            (Cow::Borrowed("a\"b"), Value::Null),
+        ];
+        assert!(has_duplicate_keys(&pairs));
+    }
+
+    /// Keys whose filter bits are all set by others (collisions) are compared, not taken as
+    /// repeats: 1024 distinct keys fill the filter, and an object of 64 of them is still free
+    /// of repeats.
+    #[test]
+    fn filter_collisions_are_not_repeats() {
+        let keys: Vec<String> = (0..64).map(|i| format!("key{i}")).collect();
+        let mut f = KeyFilter::default();
+        for i in 0..4096 {
+            f.insert(format!("other{i}").as_bytes());
+        }
+        assert!(keys.iter().all(|k| f.insert(k.as_bytes())));
+        assert!(!has_duplicate_keys(&object(&keys)));
+        // equal keys hash equal, from borrowed or owned text alike
+        assert_eq!(key_hash(b"uuid"), key_hash("uuid".to_string().as_bytes()));
+        assert_ne!(
+            key_hash(b"ephemeral_5m_input_tokens"),
+            key_hash(b"ephemeral_1h_input_tokens")
+        );
     }
 }
