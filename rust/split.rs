@@ -608,13 +608,8 @@ pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> Result<u64, OutOfMe
         if out.capacity() - out.len() < line.len() + 20 {
             OutOfMemory::reserve(out, line.len() + 20)?;
         }
-        let digits = line
-            .get(SEQ_PREFIX.len()..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        if line.starts_with(SEQ_PREFIX) && digits > 0 {
+        let digits = seq_digits(line);
+        if digits > 0 {
             out.extend_from_slice(SEQ_PREFIX);
             crate::text::write_u64(out, base + n);
             out.extend_from_slice(line.get(SEQ_PREFIX.len() + digits..).unwrap_or_default());
@@ -626,6 +621,86 @@ pub fn rebase(jsonl: &[u8], base: u64, out: &mut Vec<u8>) -> Result<u64, OutOfMe
     let rest = jsonl.get(pos..).unwrap_or_default();
     OutOfMemory::reserve(out, rest.len())?;
     out.extend_from_slice(rest);
+    Ok(n)
+}
+
+/// The digits of the `seq` of a JSONL line this crate wrote (0 when the line does not start
+/// with [`SEQ_PREFIX`] and a number).
+fn seq_digits(line: &[u8]) -> usize {
+    if !line.starts_with(SEQ_PREFIX) {
+        return 0;
+    }
+    line.get(SEQ_PREFIX.len()..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count()
+}
+
+/// Lines a [`write_rebased`] hands to one vectored write (two slices each).
+const WRITE_LINES: usize = 512;
+
+/// All of `bufs` written with vectored writes (`Write::write_all_vectored` is unstable).
+fn write_all_vectored(w: &mut dyn Write, mut bufs: &mut [io::IoSlice<'_>]) -> io::Result<()> {
+    io::IoSlice::advance_slices(&mut bufs, 0); // empty slices at the start dropped
+    while !bufs.is_empty() {
+        match w.write_vectored(bufs) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => io::IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `jsonl` (a range's events, `seq` from 0) written to `w` with `seq` numbered from `base`
+/// (the bytes of [`rebase`]; `None`: as it is), its lines never copied: each line's new
+/// `{"v":"events/v1","seq":N` and the rest of the line go out as two slices of a vectored
+/// write of up to [`WRITE_LINES`] lines. Returns the number of lines (events).
+pub fn write_rebased(jsonl: &[u8], base: Option<u64>, w: &mut dyn Write) -> io::Result<u64> {
+    let Some(base) = base else {
+        w.write_all(jsonl)?;
+        return Ok(memchr::memchr_iter(b'\n', jsonl).count() as u64);
+    };
+    // per line: its new head in `heads` and the rest of the line in `jsonl`
+    let mut heads: Vec<u8> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize, usize)> = Vec::new();
+    let mut n = 0u64;
+    let mut pos = 0usize;
+    let mut write = |heads: &mut Vec<u8>, spans: &mut Vec<(usize, usize, usize, usize)>| {
+        let mut bufs: Vec<io::IoSlice<'_>> = spans
+            .iter()
+            .flat_map(|&(a, b, c, d)| {
+                [
+                    io::IoSlice::new(heads.get(a..b).unwrap_or_default()),
+                    io::IoSlice::new(jsonl.get(c..d).unwrap_or_default()),
+                ]
+            })
+            .collect();
+        let done = write_all_vectored(w, &mut bufs);
+        heads.clear();
+        spans.clear();
+        done
+    };
+    for lf in memchr::memchr_iter(b'\n', jsonl) {
+        let digits = seq_digits(jsonl.get(pos..=lf).unwrap_or_default());
+        if digits > 0 {
+            let a = heads.len();
+            heads.extend_from_slice(SEQ_PREFIX);
+            crate::text::write_u64(&mut heads, base + n);
+            spans.push((a, heads.len(), pos + SEQ_PREFIX.len() + digits, lf + 1));
+        } else {
+            spans.push((0, 0, pos, lf + 1)); // never written by this crate's writer
+        }
+        pos = lf + 1;
+        n += 1;
+        if spans.len() == WRITE_LINES {
+            write(&mut heads, &mut spans)?;
+        }
+    }
+    spans.push((0, 0, pos, jsonl.len()));
+    write(&mut heads, &mut spans)?;
     Ok(n)
 }
 
@@ -1216,5 +1291,27 @@ mod tests {
             out,
             b"{\"v\":\"events/v1\",\"seq\":9,\"x\":1}\n{\"v\":\"events/v1\",\"seq\":10,\"x\":2}\n"
         );
+    }
+    #[test]
+    fn write_rebased_writes_rebase() {
+        let mut part = Vec::new();
+        for i in 0..120u64 {
+            part.extend_from_slice(b"{\"v\":\"events/v1\",\"seq\":");
+            crate::text::write_u64(&mut part, i);
+            part.extend_from_slice(b",\"x\":1}\n");
+        }
+        let whole = part.clone(); // every line ends with LF: nothing after the last
+        part.extend_from_slice(b"not ours\n{\"v\":\"events/v1\",\"seq\":7"); // no LF
+        let mut written = Vec::new();
+        assert_eq!(write_rebased(&whole, Some(3), &mut written).ok(), Some(120));
+        assert_eq!(write_rebased(b"", Some(3), &mut written).ok(), Some(0));
+        assert!(written.starts_with(b"{\"v\":\"events/v1\",\"seq\":3,"));
+        for base in [0, 1, 9, 95, 999_999_999_990, u64::MAX - 200] {
+            let mut want = Vec::new();
+            let n = rebase(&part, base, &mut want).ok();
+            let mut written = Vec::new();
+            assert_eq!(write_rebased(&part, Some(base), &mut written).ok(), n);
+            assert_eq!(written, want, "{base}");
+        }
     }
 }

@@ -364,8 +364,8 @@ def test_cli_jobs_streams_in_order(tmp_path: Path) -> None:
 
 
 def test_cli_jobs_splits_a_big_file(tmp_path: Path) -> None:
-    """More threads than files: a file over 12 MiB is cut into ranges by the core (through a
-    temporary file, removed after); the same bytes as one stream."""
+    """A big file is cut into ranges normalized on both threads (no temporary file left, none
+    made); the same bytes as one stream."""
     import tempfile
 
     big = tmp_path / "big.jsonl"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -72,3 +72,25 @@ def test_closing_stops_every_producer() -> None:
     assert started.wait(5)
     gen.close()  # waits for the threads
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize(("jobs", "ahead"), [(1, None), (2, None), (2, 4), (3, 7)])
+def test_keys_taken_lazily_at_most_ahead_started(jobs: int, ahead: int | None) -> None:
+    # a generator of keys (the CLI plans a file's ranges as they are taken) is read only as
+    # far as the keys started and not read to their end allow
+    taken: list[int] = []
+
+    def keys() -> Iterator[int]:
+        for k in range(20):
+            taken.append(k)
+            yield k
+
+    def produce(key: int, put: Callable[[int], None]) -> None:
+        put(key)
+        put(-key)
+
+    got = []
+    for key, item in ordered(keys(), jobs, produce, budget=1, cost=lambda it: 1, ahead=ahead):
+        assert len(taken) <= key + (jobs if ahead is None else ahead)
+        got.append((key, item))
+    assert got == [(k, x) for k in range(20) for x in (k, -k)]

@@ -25,10 +25,12 @@ __all__ = [
     "_normalize_files_arrow",
     "_normalize_range",
     "_normalize_range_arrow",
+    "_rebase_jsonl",
     "_split_plan",
     "_usage_fold_files",
     "_usage_fold_limits",
     "_usage_fold_resume",
+    "_write_jsonl",
     "arrow_columns",
     "normalize",
     "normalize_arrow",
@@ -176,6 +178,14 @@ def _normalize_range(
     """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range;
     ``model``: the plan's model for the range)."""
 
+def _rebase_jsonl(data: bytes, base: int) -> tuple[bytes, int]:
+    """Private: ``(jsonl, lines)``: a range's JSONL with ``seq`` numbered from ``base``
+    (``data`` itself for 0), and its number of lines."""
+
+def _write_jsonl(data: bytes, base: int | None, path: str | None = None) -> int:
+    """Private: a range's JSONL with ``seq`` numbered from ``base`` (None: as it is) written
+    to standard output (``path`` None) or appended to ``path``; its number of lines."""
+
 def validate_journal(
     data: bytes,
     max_line_bytes: int = ...,
@@ -289,6 +299,18 @@ class Normalizer:
         fields: _Fields = None,
         collapse_junk: bool = False,
     ) -> Self: ...
+    @staticmethod
+    def _range(
+        dialect: str | Mapping,
+        offset: int,
+        model: str | None = None,
+        max_line_bytes: int = ...,
+        max_depth: int = 64,
+        max_nodes: int = 1000000,
+        source: str | None = None,
+        fields: _Fields = None,
+    ) -> Normalizer:
+        """Private: the Normalizer of range ``[offset, ..)`` of a ``_split_plan``."""
     @property
     def collapsed(self) -> int:
         """With ``collapse_junk``: the lines whose events were left out so far."""

@@ -24,9 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -160,8 +161,9 @@ def _stream(
 
 
 #: Bytes of output that ``--jobs N`` lets wait, all files together, to be written in input
-#: order (``ordered``): a worker ahead of the file being written waits once this is full, so
-#: memory does not grow with N (JSONL: about 4.5 MiB per MiB read with every field).
+#: order (``ordered``): a worker ahead of the range being written waits once this is full, so
+#: memory does not grow with N or the files' sizes (JSONL: about 4.5 MiB per MiB read with
+#: every field).
 WINDOW_BYTES = 8 << 20
 #: Bytes a ``--jobs`` worker reads per step: its JSONL (about 4.5 MiB per MiB with every
 #: field) stays below the sizes the core's allocator (mimalloc) hands out and takes back as
@@ -178,69 +180,164 @@ def _cost(item: tuple[int, Any]) -> int:
     return sum(b.get_total_buffer_size() for b in data)
 
 
-#: A file larger than this is cut into ranges normalized in parallel when there are more
-#: threads than files (``normalize_files``' rule, rust/split.rs).
-SPLIT_MIN = 12 << 20
+def range_bytes(jobs: int) -> int:
+    """The input bytes of a range of a large file under ``--jobs`` (a file over 1.5 times this
+    is cut, each range a little longer than this: it ends at the next LF): small enough that
+    the ranges the other workers finish ahead of the one being written (their JSONL about 4.5
+    times their size) fit in :data:`WINDOW_BYTES` together, so no worker waits on the writing,
+    and most ranges are one read of :data:`JOBS_CHUNK` at most; 496 KiB for two jobs."""
+    return max(64 << 10, min(JOBS_CHUNK, WINDOW_BYTES // (8 * max(1, jobs))) - (16 << 10))
+
+
+class _Range:
+    """One unit of ``--jobs`` work: file ``index`` (``name``) whole (``k`` None), or range
+    ``k`` ``[start, end)`` of its split plan (rust/split.rs), normalized with ``dialect`` from
+    the dialect context's ``model``; ``last`` finishes the stream."""
+
+    __slots__ = ("dialect", "end", "index", "k", "last", "model", "name", "start")
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        k: int | None = None,
+        start: int = 0,
+        end: int = 0,
+        last: bool = True,
+        dialect: Any = None,
+        model: str | None = None,
+    ) -> None:
+        self.index, self.name, self.k, self.start, self.end = index, name, k, start, end
+        self.last, self.dialect, self.model = last, dialect, model
+
+
+def _ranges(
+    args: argparse.Namespace, files: list[str], budgets: tuple[int, int, int]
+) -> Iterator[_Range]:
+    """Every file's units in input order, planned lazily (as ``ordered`` takes them): a plain
+    regular file over 1.5 times :func:`range_bytes` is cut at newlines into ranges
+    (``_split_plan``: nothing but the dialect and its context crosses a cut), anything else
+    (compressed, small, not a regular file, unreadable: its error comes from the worker) is
+    one unit."""
+    from . import _native, _native_dialect
+    from .inputs import compression
+
+    target = range_bytes(args.jobs)
+    native = _native_dialect(args.dialect)
+    for i, name in enumerate(files):
+        plan = None
+        try:
+            st = os.stat(name)
+            if stat.S_ISREG(st.st_mode) and st.st_size > target + target // 2:
+                with open(name, "rb") as f:
+                    head = f.read(4)
+                if compression(head) is None:
+                    plan = _native._split_plan(name, native, target, *budgets)
+        except OSError:
+            plan = None  # the worker meets the same error and reports it
+        if plan is None or len(plan[0]) < 2:
+            yield _Range(i, name)
+            continue
+        ranges, resume, models = plan
+        for k, (start, end) in enumerate(ranges):
+            d = native if k == 0 or args.dialect != "auto" else resume
+            yield _Range(i, name, k, start, end, k + 1 == len(ranges), d, models[k])
+
+
+def _fd_1(out: Any) -> bool:
+    """Is ``out`` the process's standard output (descriptor 1)?"""
+    try:
+        return bool(out.fileno() == 1)
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _parallel(
-    args: argparse.Namespace, files: list[str], out: BinaryIO, many: bool, progress: Progress
+    args: argparse.Namespace,
+    files: list[str],
+    out: BinaryIO,
+    many: bool,
+    progress: Progress,
+    path: str | None = None,
 ) -> int:
-    """``--jobs N``: files normalized N at a time on worker threads (the core releases the
-    GIL), each read in 512 KiB chunks whose JSONL waits in a window of :data:`WINDOW_BYTES`
-    (``ordered``), written in input order: the same bytes as one at a time, memory bounded by
-    the window, not by the files' sizes or N. With more threads than files, a file over 12 MiB
-    is cut at newlines into ranges done in parallel by the core (rust/split.rs) into a
-    temporary file that is then copied out in chunks."""
-    import tempfile
-
-    from . import _fields, _files
+    """``--jobs N``: files, and ranges of every large file (:func:`_ranges`), normalized N at
+    a time on worker threads (the core releases the GIL), each read in 512 KiB chunks whose
+    JSONL waits in a window of :data:`WINDOW_BYTES` (``ordered``) and is written in input
+    order: the same bytes as one at a time, memory bounded by the window, not by the files'
+    sizes or N. A range's ``seq`` is numbered on from the ranges before it as it is written
+    by the core (``_write_jsonl``: to descriptor 1, or appended to ``path``, the file ``out``
+    writes in append mode; the lines not copied), or else renumbered (``_rebase_jsonl``)."""
+    from . import _fields, _native
     from .ordered import ordered
 
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
     fields = _fields(args.fields)
-    split = len(files) < args.jobs
 
-    def produce(name: str, put: Callable[[tuple[int, bytes]], None]) -> None:
-        source = name if many else None
-        if split and os.path.isfile(name) and os.path.getsize(name) > SPLIT_MIN:
-            fd, tmp = tempfile.mkstemp(prefix="checkfu-normalize-", suffix=".jsonl")
-            os.close(fd)
-            try:
-                (r,) = _files([name], [tmp], args.dialect, budgets, args.jobs,
-                              tag_source=many, fields=fields)  # fmt: skip
-                if isinstance(r, tuple):
-                    raise OSError(r[0], r[1] if r[0] is None else os.strerror(r[0]), name)
-                size = os.path.getsize(name)
-                with open(tmp, "rb") as f:
-                    while data := f.read(CHUNK * 4):
-                        put((size, data))
-                        size = 0
-            finally:
-                os.unlink(tmp)
+    def produce(unit: _Range, put: Callable[[tuple[int, bytes]], None]) -> None:
+        source = unit.name if many else None
+        if unit.k is None:
+            n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
+                           max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
+            with open_input(unit.name) as f:
+                while chunk := f.read(JOBS_CHUNK):
+                    put((len(chunk), n.feed_jsonl(chunk)))
+            put((0, n.finish_jsonl()))
             return
-        n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
-                       max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
-        with open_input(name) as f:
-            while chunk := f.read(JOBS_CHUNK):
-                put((len(chunk), n.feed_jsonl(chunk)))
-        put((0, n.finish_jsonl()))
+        r = _native.Normalizer._range(unit.dialect, unit.start, unit.model, *budgets, source,
+                                      fields)  # fmt: skip
+        with open(unit.name, "rb", buffering=0) as f:
+            pos = unit.start
+            while pos < unit.end:
+                chunk = os.pread(f.fileno(), min(JOBS_CHUNK, unit.end - pos), pos)
+                if not chunk:
+                    break  # the file shrank: its end is here
+                pos += len(chunk)
+                put((len(chunk), r.feed_jsonl(chunk)))
+        if unit.last:
+            put((0, r.finish_jsonl()))
 
+    if path is None and _fd_1(out):
+        direct: str | None = ""  # standard output
+        name = "standard output"
+    else:
+        direct, name = path, args.output
     status = 0
     done: str | None = None
-    for name, item in ordered(files, args.jobs, produce, budget=WINDOW_BYTES, cost=_cost):
-        if done is not None and done != name:
-            progress.file_done(done)
-        done = name
+    index = -1
+    failed = False
+    seq = 0  # the events of the file written so far (a split file's ranges renumbered on)
+    units = _ranges(args, files, budgets)
+    window = ordered(units, args.jobs, produce, budget=WINDOW_BYTES, cost=_cost,
+                     ahead=2 * args.jobs)  # fmt: skip
+    for unit, item in window:
+        if unit.index != index:
+            if done is not None:
+                progress.file_done(done)
+            done, index, failed, seq = unit.name, unit.index, False, 0
+        if failed:
+            continue  # the rest of a file that failed
         if isinstance(item, OSError):
             progress.clear()
-            status = _unreadable(name, item)
+            status = _unreadable(unit.name, item)
+            failed = True
             continue
         if isinstance(item, BaseException):
             raise item
         read, data = item
         del item
         progress.read(read)
+        if unit.k is not None and direct is not None:
+            # a split file: its events counted; after range 0, numbered on as written
+            try:
+                seq += _native._write_jsonl(data, seq if unit.k else None, direct or None)
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise _OutputFailed(name, exc) from None
+            continue
+        if unit.k is not None:
+            data, lines = _native._rebase_jsonl(data, seq if unit.k else 0)
+            seq += lines
         if data:
             out.write(data)
             out.flush()
@@ -408,23 +505,27 @@ def _normalize(args: argparse.Namespace) -> int:
     if args.output is not None:
         refuse_aliases(files, [args.output])
         # a temporary file renamed onto OUT when complete (removed on failure or Ctrl-C)
-        with atomic_output(args.output) as tmp, open(tmp, "wb") as f:
+        # (appending: ``--jobs`` writes some of it through a descriptor of its own)
+        with atomic_output(args.output) as tmp, open(tmp, "ab") as f:
             out: Any = _Guarded(f, args.output)
-            status = max(status, _normalize_to(args, out, files))
+            status = max(status, _normalize_to(args, out, files, tmp))
             out.flush()
         return status
     refuse_aliases(files, [sys.stdout.fileno()])
     return max(status, _normalize_to(args, sys.stdout.buffer, files))
 
 
-def _normalize_to(args: argparse.Namespace, out: BinaryIO, files: list[str]) -> int:
+def _normalize_to(
+    args: argparse.Namespace, out: BinaryIO, files: list[str], path: str | None = None
+) -> int:
+    """``files`` normalized into ``out`` (``path``: the file it writes, in append mode)."""
     counts: Counter[str] = Counter()
     status = 0
     many = len(files) > 1
     progress = Progress(files, wanted(args.progress))
     try:
         if args.jobs > 1 and not (args.reference or args.summary or "-" in files):
-            status = max(status, _parallel(args, files, out, many, progress))
+            status = max(status, _parallel(args, files, out, many, progress, path))
         else:
             for name in files:
                 try:
@@ -796,8 +897,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="normalize N files at a time in parallel, a large file split at newlines into "
-        "ranges done in parallel (same output; default 1)",
+        help="normalize N files at a time in parallel, every large file split at newlines "
+        "into ranges done in parallel (same output; default 1)",
     )
     n.add_argument(
         "--format",

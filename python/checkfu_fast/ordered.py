@@ -1,19 +1,23 @@
-"""Files worked on in parallel, their results read in input order, memory bounded by a window.
+"""Units of work (files, ranges of files) done in parallel, their results read in input order,
+memory bounded by a window.
 
-``ordered(paths, jobs, produce, budget=B, cost=f)`` runs ``produce(path, put)`` on ``jobs``
-threads, at most ``jobs`` files at a time, and yields ``(path, item)`` for every item a producer
-``put``, file after file in input order and each file's items in their order. The items waiting
-to be read are bounded in bytes, not in number: ``cost(item)`` is an item's size, and a
-producer's ``put`` blocks while the items waiting (of every file in the window) would exceed
-``budget`` bytes. The one exception keeps the output moving: the file being read may always
-hand over an item when none of its own is waiting. So at most ``budget`` bytes plus one item
-wait, whatever ``jobs`` and the files' sizes, never a whole file's output (besides the item
-each producer is building). Without ``budget``, at most ``depth`` items per file wait.
+``ordered(keys, jobs, produce, budget=B, cost=f)`` runs ``produce(key, put)`` on ``jobs``
+threads and yields ``(key, item)`` for every item a producer ``put``, key after key in input
+order and each key's items in their order. ``keys`` may be any iterable, taken lazily: a key is
+taken (and its producer started) only when fewer than ``ahead`` keys (default ``jobs``) are
+started and not read to their end, so a generator of keys can plan the next file's ranges while
+the threads work. The items waiting to be read are bounded in bytes, not in number:
+``cost(item)`` is an item's size, and a producer's ``put`` blocks while the items waiting (of
+every key in the window) would exceed ``budget`` bytes. The one exception keeps the output
+moving: the key being read may always hand over an item when none of its own is waiting. So at
+most ``budget`` bytes plus one item wait, whatever ``jobs`` and the sizes, never a whole file's
+output (besides the item each producer is building). Without ``budget``, at most ``depth`` items
+per key wait.
 
 The producers call into the core, which releases the GIL, so the threads run on every core.
 
-A producer's exception is yielded as the item of its file (after the items it put before it)
-and ends that file; the other files go on. Closing the generator (an error or Ctrl-C in the
+A producer's exception is yielded as the item of its key (after the items it put before it)
+and ends that key; the other keys go on. Closing the generator (an error or Ctrl-C in the
 consumer) stops the producers at their next ``put`` and waits for them: no thread outlives it.
 """
 
@@ -21,16 +25,18 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 #: Items a file may have waiting before its producer blocks (without a byte ``budget``).
 DEPTH = 4
 
 _END = object()
+_NONE: Any = object()  # no key left
 
 
 class _Stopped(Exception):
@@ -89,20 +95,21 @@ class _Window:
 
 
 def ordered(
-    paths: Sequence[str],
+    keys: Iterable[K],
     jobs: int,
-    produce: Callable[[str, Callable[[T], None]], None],
+    produce: Callable[[K, Callable[[T], None]], None],
     depth: int = DEPTH,
     *,
     budget: int | None = None,
     cost: Callable[[T], int] = len,  # type: ignore[assignment]
-) -> Iterator[tuple[str, T | BaseException]]:
+    ahead: int | None = None,
+) -> Iterator[tuple[K, T | BaseException]]:
     """See the module doc."""
     window = _Window(depth, budget, cost)
 
-    def run(i: int) -> None:
+    def run(i: int, key: K) -> None:
         try:
-            produce(paths[i], lambda item: window.put(i, item))
+            produce(key, lambda item: window.put(i, item))
         except _Stopped:
             return
         except BaseException as exc:  # handed to the consumer, in order
@@ -116,30 +123,39 @@ def ordered(
             return
 
     jobs = max(1, jobs)
+    ahead = max(1, jobs if ahead is None else ahead)
+    todo = iter(keys)
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="checkfu-ordered") as pool:
-        started = 0
+        started: deque[tuple[int, K]] = deque()  # started, not read to their end, in order
+        count = 0
 
-        def start_until(k: int) -> None:
-            nonlocal started
-            while started < min(k, len(paths)):
+        def start_more() -> None:
+            nonlocal count
+            while len(started) < ahead:
+                key = next(todo, _NONE)
+                if key is _NONE:
+                    return
                 with window.cond:
-                    window.queues[started] = deque()
-                pool.submit(run, started)
-                started += 1
+                    window.queues[count] = deque()
+                pool.submit(run, count, key)
+                started.append((count, key))
+                count += 1
 
         try:
-            start_until(jobs)
-            for i, path in enumerate(paths):
+            start_more()
+            while started:
+                i, key = started[0]
                 while True:
                     box = [window.get(i)]
                     if box[0] is _END:
                         break
                     failed = isinstance(box[0], BaseException)
-                    yield path, box.pop()  # no reference kept here while the consumer works
+                    yield key, box.pop()  # no reference kept here while the consumer works
                     if failed:
                         break
                 with window.cond:
                     del window.queues[i]
-                start_until(i + 1 + jobs)
+                started.popleft()
+                start_more()
         finally:
             window.stop()

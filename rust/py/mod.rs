@@ -481,6 +481,62 @@ fn _split_plan<'py>(
     ))
 }
 
+/// Private (`checkfu-fast normalize --jobs`, an output that is not a file): `(jsonl, lines)`:
+/// a range's JSONL (`seq` from 0) with `seq` numbered from `base` ([`split::rebase`]; `data`
+/// itself when `base` is 0), and its number of lines (events). The GIL is released.
+#[pyfunction]
+fn _rebase_jsonl<'py>(
+    py: Python<'py>,
+    data: Bound<'py, PyBytes>,
+    base: u64,
+) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    let backed: PyBackedBytes = data.clone().into_any().extract()?;
+    let bytes: &[u8] = &backed;
+    if base == 0 {
+        let n = py.detach(|| memchr::memchr_iter(b'\n', bytes).count() as u64);
+        return Ok((data, n));
+    }
+    let (out, n) = py
+        .detach(|| {
+            let mut out = Vec::new();
+            split::rebase(bytes, base, &mut out).map(|n| (out, n))
+        })
+        .map_err(oom)?;
+    Ok((to_bytes(py, &out)?, n))
+}
+
+/// Private (`checkfu-fast normalize --jobs`): `data` (a range's JSONL, `seq` from 0) written
+/// with `seq` numbered from `base` (None: as it is) to standard output (`path` None, flushed)
+/// or appended to the file `path`, its lines not copied ([`split::write_rebased`]); returns
+/// its number of lines. The GIL is released. A failed write is `OSError` (`BrokenPipeError`
+/// for EPIPE).
+#[pyfunction]
+#[pyo3(signature = (data, base, path = None))]
+fn _write_jsonl(
+    py: Python<'_>,
+    data: PyBackedBytes,
+    base: Option<u64>,
+    path: Option<std::path::PathBuf>,
+) -> PyResult<u64> {
+    let bytes: &[u8] = &data;
+    py.detach(|| -> std::io::Result<u64> {
+        use std::io::Write;
+        match path {
+            None => {
+                let mut out = std::io::stdout().lock();
+                let n = split::write_rebased(bytes, base, &mut out)?;
+                out.flush()?;
+                Ok(n)
+            }
+            Some(p) => {
+                let mut file = std::fs::OpenOptions::new().append(true).open(p)?;
+                split::write_rebased(bytes, base, &mut file)
+            }
+        }
+    })
+    .map_err(io_err)
+}
+
 /// The engine for bytes `data` = range `[offset, ..)` of a stream split by `_split_plan`: range
 /// 0 (`offset == 0`) is the stream's head with `dialect`; a later range is resumed at `offset`
 /// with `dialect` (the plan's `resume`) and the dialect context's `model` (the plan's).
@@ -621,6 +677,39 @@ impl Normalizer {
         if collapse_junk {
             engine.collapse = Some(Collapse::default());
         }
+        Ok(Normalizer {
+            state: Mutex::new(State {
+                engine,
+                seq: 0,
+                failed: None,
+                writer: jsonl::LineWriter::new(source, sel),
+                keys: convert::KeyCache::new(),
+                sel,
+            }),
+        })
+    }
+
+    /// Private (`checkfu-fast normalize --jobs`): a Normalizer of range `[offset, ..)` of a
+    /// stream split by `_split_plan` ([`range_engine`]: range 0 is the stream's head with
+    /// `dialect`, a later range resumed with the plan's `resume` dialect and `model`); `seq`
+    /// from 0 within the range, positions from the stream's start. Only the last range is
+    /// finished.
+    #[staticmethod]
+    #[pyo3(signature = (dialect, offset, model = None, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _range(
+        dialect: &Bound<'_, PyAny>,
+        offset: u64,
+        model: Option<String>,
+        max_line_bytes: i64,
+        max_depth: i64,
+        max_nodes: i64,
+        source: Option<&str>,
+        fields: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let sel = fields_arg(fields)?;
+        let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
+        let engine = range_engine(dialect_arg(dialect)?, budget, offset, model)?;
         Ok(Normalizer {
             state: Mutex::new(State {
                 engine,
@@ -777,6 +866,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize_files, m)?)?;
     m.add_function(wrap_pyfunction!(_split_plan, m)?)?;
     m.add_function(wrap_pyfunction!(_normalize_range, m)?)?;
+    m.add_function(wrap_pyfunction!(_rebase_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(_write_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_normalize_range_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_normalize_files_arrow, m)?)?;
