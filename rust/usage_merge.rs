@@ -310,16 +310,25 @@ struct Kept {
     flags: u8,
 }
 
-/// The kept messages in arrival order, in chunks of [`CHUNK`]: no doubling of one vector
-/// (twice the memory while it moves, up to half of it unused after).
-#[derive(Debug, Default)]
-struct Store {
-    chunks: Vec<Vec<Kept>>,
+/// Items in arrival order (the kept messages, the buckets), in chunks of [`CHUNK`]: no
+/// doubling of one vector (twice the memory while it moves, up to half of it unused after).
+#[derive(Debug)]
+struct Store<T> {
+    chunks: Vec<Vec<T>>,
     len: usize,
 }
 
-impl Store {
-    fn push(&mut self, k: Kept) {
+impl<T> Default for Store<T> {
+    fn default() -> Self {
+        Store {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Store<T> {
+    fn push(&mut self, k: T) {
         match self.chunks.last_mut() {
             Some(c) if c.len() < CHUNK => c.push(k),
             _ => {
@@ -331,12 +340,16 @@ impl Store {
         self.len += 1;
     }
 
-    fn get(&self, i: usize) -> Option<&Kept> {
+    fn get(&self, i: usize) -> Option<&T> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
 
-    fn get_mut(&mut self, i: usize) -> Option<&mut Kept> {
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
     }
 }
 
@@ -372,15 +385,18 @@ pub struct Merge {
     /// Why the result would differ from the Python fold's, if it would.
     pub inexact: Option<&'static str>,
     prices: HashMap<String, Option<Arc<ModelPrice>>>,
-    session_dialect: HashMap<String, String>,
-    session_counters: HashMap<String, Rec>,
-    session_base: HashMap<String, Rec>,
+    /// per session (id in `sessions`): its dialect (id in `dialect_names`)
+    session_dialect: HashMap<u32, u32>,
+    dialect_names: Names,
+    /// per session: its thread counter, and its base (as [`Kept`], in `kept_names`)
+    session_counters: HashMap<u32, Kept>,
+    session_base: HashMap<u32, Kept>,
     stream_last: HashMap<String, Rec>,
     burst: HashMap<String, Option<String>>,
     continued: HashSet<String>,
     /// the session-file messages: [`dedup_hash`] of the key -> index in `kept`
     files: HashMap<(u64, u64), usize, BuildHasherDefault<Prehashed>>,
-    kept: Store,
+    kept: Store<Kept>,
     /// the readings of `kept` with a count beyond 64 bits
     wholes: Vec<Rec>,
     /// the models, projects and sessions of `kept`
@@ -391,7 +407,7 @@ pub struct Merge {
     models: Names,
     projects: Names,
     buckets: HashMap<Key, usize>,
-    bucket_list: Vec<(Key, Acc)>,
+    bucket_list: Store<(Key, Acc)>,
     /// time bucket -> index in `times`
     tb_index: HashMap<i64, usize>,
     /// per time bucket: (bucket, first second, last second)
@@ -414,6 +430,7 @@ impl Merge {
             inexact: None,
             prices: HashMap::new(),
             session_dialect: HashMap::new(),
+            dialect_names: Names::default(),
             session_counters: HashMap::new(),
             session_base: HashMap::new(),
             stream_last: HashMap::new(),
@@ -429,7 +446,7 @@ impl Merge {
             models: Names::default(),
             projects: Names::default(),
             buckets: HashMap::new(),
-            bucket_list: Vec::new(),
+            bucket_list: Store::default(),
             tb_index: HashMap::new(),
             times: Vec::new(),
             singles: Vec::new(),
@@ -471,14 +488,17 @@ impl Merge {
     }
 
     fn dialect_default(&mut self, session: &str, dialect: &str) {
-        if !self.session_dialect.contains_key(session) {
-            self.session_dialect
-                .insert(session.to_owned(), dialect.to_owned());
+        let id = self.sessions.id(session);
+        if !self.session_dialect.contains_key(&id) {
+            let d = self.dialect_names.id(dialect);
+            self.session_dialect.insert(id, d);
         }
     }
 
     pub fn dialect_of(&self, session: &str) -> Option<&str> {
-        self.session_dialect.get(session).map(String::as_str)
+        let id = self.sessions.ids.get(session)?;
+        let d = self.session_dialect.get(id)?;
+        Some(self.dialect_names.name(*d))
     }
 
     /// `UsageFold.merge`: one stream's summary, in the stream's place.
@@ -556,17 +576,30 @@ impl Merge {
                 self.dialects.len() - 1
             }
         };
-        let names = &mut self.kept_names;
+        let dialect = u8::try_from(dialect).ok()?;
+        let session = session.map_or(NO_NAME, |s| self.kept_names.id(s));
+        let mut k = self.pack(r, None);
+        k.session = session;
+        k.dialect = dialect;
+        if sidechain {
+            k.flags |= SIDECHAIN;
+        }
+        Some(k)
+    }
+
+    /// A reading as [`Kept`] (no session, dialect or flags but [`WHOLE`]); `whole`: the slot
+    /// of [`Merge::wholes`] to reuse for it, where it is kept whole (a counter's own).
+    fn pack(&mut self, r: &Rec, whole: Option<usize>) -> Kept {
         let mut k = Kept {
             counts: [0; 7],
             ts: r.ts.unwrap_or(0.0),
             model: NO_NAME,
             project: NO_NAME,
-            session: session.map_or(NO_NAME, |s| names.id(s)),
+            session: NO_NAME,
             present: if r.ts.is_some() { TS } else { 0 },
             floats: 0,
-            dialect: u8::try_from(dialect).ok()?,
-            flags: if sidechain { SIDECHAIN } else { 0 },
+            dialect: 0,
+            flags: 0,
         };
         let counts = [
             r.input,
@@ -588,18 +621,37 @@ impl Merge {
                 Some(Num::Int(n)) => match i64::try_from(n) {
                     Ok(n) => *slot = n as u64,
                     Err(_) => {
-                        k.counts = [self.wholes.len() as u64, 0, 0, 0, 0, 0, 0];
-                        k.flags |= WHOLE;
-                        self.wholes.push(r.clone());
-                        return Some(k);
+                        let i = match whole.filter(|i| *i < self.wholes.len()) {
+                            Some(i) => {
+                                if let Some(slot) = self.wholes.get_mut(i) {
+                                    slot.clone_from(r);
+                                }
+                                i
+                            }
+                            None => {
+                                self.wholes.push(r.clone());
+                                self.wholes.len() - 1
+                            }
+                        };
+                        k.counts = [i as u64, 0, 0, 0, 0, 0, 0];
+                        k.flags = WHOLE;
+                        return k;
                     }
                 },
             }
             k.present |= bit;
         }
-        k.model = names.id(&r.model);
-        k.project = r.project.as_deref().map_or(NO_NAME, |p| names.id(p));
-        Some(k)
+        k.model = self.kept_names.id(&r.model);
+        k.project = r
+            .project
+            .as_deref()
+            .map_or(NO_NAME, |p| self.kept_names.id(p));
+        k
+    }
+
+    /// The slot of [`Merge::wholes`] a [`Kept`] holds its reading in.
+    fn whole_of(k: &Kept) -> Option<usize> {
+        (k.flags & WHOLE != 0).then(|| usize::try_from(k.counts[0]).unwrap_or(usize::MAX))
     }
 
     /// The [`Rec`] a [`Kept`] was made of.
@@ -656,23 +708,25 @@ impl Merge {
             self.burst.insert(sid.to_owned(), None);
         }
         let last = self.stream_last.insert(sid.to_owned(), rec.clone());
-        let reset = match (self.session_counters.contains_key(sid), &last) {
-            (false, _) => {
-                let seen = self.session_base.get(sid).cloned().unwrap_or_else(zero);
-                self.session_counters.insert(sid.to_owned(), seen);
-                false
-            }
-            (true, Some(last)) => !rec.covers(last),
-            (true, None) => false,
+        let id = self.sessions.id(sid);
+        let old = self.session_counters.get(&id).copied();
+        let reset = match (old, &last) {
+            (None, _) => false,
+            (Some(_), Some(last)) => !rec.covers(last),
+            (Some(_), None) => false,
         };
-        if reset {
-            self.session_counters.insert(sid.to_owned(), zero());
-        }
-        let Some(seen) = self.session_counters.get_mut(sid) else {
-            return;
+        let mut seen = match (old, reset) {
+            (None, _) => match self.session_base.get(&id).copied() {
+                Some(b) => self.rec_of(&b),
+                None => zero(),
+            },
+            (Some(_), true) => zero(),
+            (Some(k), false) => self.rec_of(&k),
         };
-        let delta = minus(rec, seen);
+        let delta = minus(rec, &seen);
         seen.merge_max(rec);
+        let k = self.pack(&seen, old.as_ref().and_then(Self::whole_of));
+        self.session_counters.insert(id, k);
         match delta {
             Some(d) => self.count(sid, &d),
             None => self.fail("a float or out-of-range count in a thread counter"),
@@ -680,12 +734,17 @@ impl Merge {
     }
 
     fn base(&mut self, sid: &str, rec: &Rec) {
-        match self.session_base.get_mut(sid) {
-            None => {
-                self.session_base.insert(sid.to_owned(), rec.clone());
+        let id = self.sessions.id(sid);
+        let old = self.session_base.get(&id).copied();
+        let k = match old {
+            None => self.pack(rec, None),
+            Some(k) => {
+                let mut b = self.rec_of(&k);
+                b.merge_max(rec);
+                self.pack(&b, Self::whole_of(&k))
             }
-            Some(b) => b.merge_max(rec),
-        }
+        };
+        self.session_base.insert(id, k);
     }
 
     /// The estimate of a reading (`_Agg.estimate`) in pico-USD, `Err` where Python's would
@@ -779,9 +838,9 @@ impl Merge {
         let i = match self.buckets.get(&key) {
             Some(&i) => i,
             None => {
-                self.buckets.insert(key, self.bucket_list.len());
+                self.buckets.insert(key, self.bucket_list.len);
                 self.bucket_list.push((key, Acc::default()));
-                self.bucket_list.len() - 1
+                self.bucket_list.len - 1
             }
         };
         let Some((_, acc)) = self.bucket_list.get_mut(i) else {
@@ -845,8 +904,6 @@ impl Merge {
                 self.dialect_default(&name, dialect.unwrap_or(UNKNOWN));
             }
         }
-        self.kept_names = Names::default();
-        self.wholes = Vec::new();
     }
 
     pub fn session_name(&self, id: u32) -> &str {
@@ -885,8 +942,8 @@ impl Merge {
         let rows = !by.is_empty() && by != ["session"];
         let mut ok = true;
         // per bucket, the keys of the totals it reaches (for its reported costs after)
-        let mut reach: Vec<Option<Reach>> = Vec::with_capacity(self.bucket_list.len());
-        for ((session, model, project, tb), acc) in &self.bucket_list {
+        let mut reach: Vec<Option<Reach>> = Vec::with_capacity(self.bucket_list.len);
+        for ((session, model, project, tb), acc) in self.bucket_list.iter() {
             let label = match tb {
                 None => none,
                 Some(b) => match self.tb_index.get(b).and_then(|&i| labels.get(i)) {
