@@ -219,6 +219,7 @@ pub fn line<'py>(
             dialect: &dialect,
             dialect_str: rec.dialect,
             text: None,
+            text_key: (0, 0),
         };
         fields::event(&mut w, sel, ev, rec, *seq)?;
         out.append(w.d)?;
@@ -238,8 +239,10 @@ struct DictWriter<'py, 'w> {
     parsed: Option<&'w Bound<'py, PyAny>>,
     dialect: &'w Bound<'py, PyString>,
     dialect_str: &'w str,
-    /// the event's `text` object, for a `toolResult` that repeats it
+    /// the event's `text` object, for a `toolResult` that repeats it, and (address, length)
+    /// of the string it was made from, for a value of the line that is that very string
     text: Option<Bound<'py, PyAny>>,
+    text_key: (usize, usize),
 }
 
 impl<'py> DictWriter<'py, '_> {
@@ -272,6 +275,7 @@ impl Writer for DictWriter<'_, '_> {
                 };
                 self.d.set_item(key, &obj)?;
                 self.text = Some(obj);
+                self.text_key = (text.as_ptr() as usize, text.len());
                 Ok(())
             }
             Val::UInt(n) => self.d.set_item(key, n),
@@ -281,7 +285,16 @@ impl Writer for DictWriter<'_, '_> {
             Val::Json(v) => self.d.set_item(key, value(py, v, self.keys)?),
             Val::Args(args) => match self.shared.get((std::ptr::from_ref(args) as usize, 0)) {
                 Some(obj) => self.d.set_item(key, obj),
-                None => self.d.set_item(key, value(py, args, self.keys)?),
+                // the string the event's `text` was made from (a tool result's content): its
+                // object again, not a second decoding (a projection has no `parsed` to share)
+                None => match (args, &self.text) {
+                    (Value::Str(s), Some(t))
+                        if !s.is_empty() && (s.as_ptr() as usize, s.len()) == self.text_key =>
+                    {
+                        self.d.set_item(key, t)
+                    }
+                    _ => self.d.set_item(key, value(py, args, self.keys)?),
+                },
             },
             Val::SameAsText(_) => match &self.text {
                 Some(t) => self.d.set_item(key, t),
