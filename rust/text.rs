@@ -55,9 +55,13 @@ pub fn write_str_twice(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(b"\\\"");
 }
 
-/// The escape of `src` appended to `out` (escaped twice when `TWICE`).
+/// The escape of `src` appended to `out` (escaped twice when `TWICE`): the bytes before the
+/// first that needs an escape copied as they are ([`clean_prefix`]; all of most strings), the
+/// rest escaped into room zeroed ahead ([`escape_into`]).
 #[inline]
-fn escape<const TWICE: bool>(out: &mut Vec<u8>, mut src: &[u8]) {
+fn escape<const TWICE: bool>(out: &mut Vec<u8>, src: &[u8]) {
+    let (clean, mut src) = src.split_at(clean_prefix(src));
+    out.extend_from_slice(clean);
     while !src.is_empty() {
         let start = out.len();
         out.resize(start + src.len() + src.len() / 4 + 2 * WORD_ROOM, 0);
@@ -143,6 +147,26 @@ fn any_escape(w: u64) -> bool {
     let quote = q.wrapping_sub(LO) & !q;
     let backslash = b.wrapping_sub(LO) & !b;
     (ctl | quote | backslash) & HI != 0
+}
+
+/// How many bytes of `src` come before the first that needs an escape: 8 at a time
+/// ([`any_escape`]), then one at a time.
+#[inline]
+fn clean_prefix(src: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = src.get(i..i + 8).and_then(|w| w.first_chunk::<8>()) {
+        if any_escape(u64::from_le_bytes(*w)) {
+            break;
+        }
+        i += 8;
+    }
+    while let Some(&c) = src.get(i) {
+        if ESC.get(usize::from(c)).copied().unwrap_or(0) != 0 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// The escape of one 8-byte word of text at `dst[*j..]` (room for [`WORD_ROOM`] bytes there):
