@@ -206,6 +206,9 @@ pub struct Extra<'v> {
     /// and the part of them written with the 1-hour TTL (`cacheWrite1hTokens`).
     pub cache_write_tokens: Option<Num>,
     pub cache_write_1h_tokens: Option<Num>,
+    /// On a usage event: the speed the request ran at where the CLI says (`speed`: claude
+    /// `usage.speed`, `fast` or `standard`); fast requests are priced apart.
+    pub speed: Option<&'v str>,
     /// The rate-limit readings a line reports (`rateLimits`).
     pub rate_limits: Vec<RateLimit<'v>>,
     /// On a success result: the result gives no answer (`emptyResult`).

@@ -319,6 +319,7 @@ fields! {
     "reasoningTokens": Ty::Int => |c| c.x()?.reasoning_tokens.map(Val::Json);
     "cacheWriteTokens": Ty::Int => |c| c.x()?.cache_write_tokens.map(Val::Num);
     "cacheWrite1hTokens": Ty::Int => |c| c.x()?.cache_write_1h_tokens.map(Val::Num);
+    "speed": Ty::Str => |c| c.x()?.speed.map(Val::Str);
     "rateLimits": Ty::List(&RATE_LIMIT) => |c| {
         let limits = &c.x()?.rate_limits;
         (!limits.is_empty()).then_some(Val::List(List::RateLimits(limits)))

@@ -446,8 +446,13 @@ impl StreamFold {
                 None
             }),
         };
+        let model = match x.and_then(|x| x.speed).filter(|s| *s != "standard") {
+            // fast mode is priced apart: "claude-opus-4-8 (fast)" (prices.Snapshot.lookup)
+            Some(speed) => format!("{} ({speed})", u.model),
+            None => u.model.to_string(),
+        };
         let r = Rec {
-            model: u.model.to_string(),
+            model,
             input: c(u.input),
             output: c(u.output),
             cached: c(u.cached),

@@ -113,6 +113,20 @@ def test_price_file_with_a_made_up_model_extends_and_overrides(tmp_path: Path) -
         ({"models": [{"id": "x", "prices": {"cacheRead": 1}}]}, "needs 'input' or 'output'"),
         ({"models": [{"id": "x", "match": {"near": "x"}, "prices": {"input": 1}}]}, "clause"),
         ({"format": "other/2", "models": []}, "format"),
+        ({"models": [{"id": "x", "prices": {"input": 1}, "variants": {}}]}, "must be a list"),
+        ({"models": [{"id": "x", "prices": {"input": 1}, "variants": [{"input": 2}]}]}, "'when'"),
+        (
+            {
+                "models": [
+                    {
+                        "id": "x",
+                        "prices": {"input": 1},
+                        "variants": [{"when": {"speed": "fast"}, "output": -2}],
+                    }
+                ]
+            },
+            "a price is a number",
+        ),
     ],
 )
 def test_bad_price_file_is_a_clear_error(tmp_path: Path, doc: object, msg: str) -> None:
@@ -120,6 +134,41 @@ def test_bad_price_file_is_a_clear_error(tmp_path: Path, doc: object, msg: str) 
     f.write_text(json.dumps(doc))
     with pytest.raises(prices.PriceError, match=msg):
         prices.load(f)
+
+
+def test_fast_mode_is_priced_with_the_models_fast_variant() -> None:
+    """Anthropic's fast mode (the event's ``speed``): ``"<model> (fast)"`` costs the model's
+    ``speed: fast`` prices (genai-prices: Opus 4.8 at $10 / $50 instead of $5 / $25, the cache
+    prices with it); a model without that variant is unpriced, never the standard rate."""
+    s = prices.snapshot()
+    std = s.lookup("claude-opus-4-8-20261015")
+    fast = s.lookup("claude-opus-4-8-20261015 (fast)")
+    assert std is not None and fast is not None and fast.id == "claude-opus-4-8 (fast)"
+    assert (std.at()["input"], std.at()["output"]) == (5, 25)
+    assert (fast.at()["input"], fast.at()["output"], fast.at()["cacheWrite"]) == (10, 50, 12.5)
+    usd = s.cost("claude-opus-4-8 (fast)", input_tokens=10**6, output_tokens=10**6)
+    assert usd == pytest.approx(60.0)
+    assert s.lookup("claude-opus-4-6") is not None
+    assert s.lookup("claude-opus-4-6 (fast)") is None
+    assert s.cost("claude-opus-4-6 (fast)", input_tokens=10) is None
+
+
+def test_speed_variant_overrides_only_what_it_names_from_its_date() -> None:
+    mp = prices.ModelPrice(
+        "m",
+        None,
+        [
+            {"since": None, "input": 1, "output": 4},
+            {"since": "2026-03-01", "input": 2, "output": 8},
+        ],
+        [{"when": {"speed": "fast"}, "since": "2026-02-01", "output": 40}],
+    )
+    fast = mp.at_speed("fast")
+    assert fast is not None
+    assert fast.at("2026-01-31") == {"since": None, "input": 1, "output": 4}
+    assert fast.at("2026-02-15") == {"since": "2026-02-01", "input": 1, "output": 40}
+    assert fast.at("2026-03-02") == {"since": "2026-03-01", "input": 2, "output": 40}
+    assert mp.at_speed("turbo") is None
 
 
 def test_dated_prices_pick_the_one_in_force() -> None:

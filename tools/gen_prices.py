@@ -12,9 +12,12 @@ Kept from the source, per provider: its id, how a model name finds it (``model_m
 dated ids), and every standard price in force from a start date (``StartDateConstraint``), each
 with input, output, cache read, cache write (5-minute) and 1-hour cache write prices in USD per
 million tokens, tiered ones (long context: the whole request at the tier's price when its input
-tokens exceed the tier's start) as ``{"base", "tiers"}``. Left out: batch and other request
-variants (``price_variants``), time-of-day prices (``TimeOfDateConstraint``: the price without
-it applies), and non-token prices (audio, images, web searches, requests).
+tokens exceed the tier's start) as ``{"base", "tiers"}``; and the request variants a CLI's log
+can select, ``speed`` (Anthropic's fast mode: ``price_variants`` with ``when={"speed": ...}``),
+each as the prices it overrides, from its start date. Left out: the other request variants
+(batch, service tiers, routes: no CLI log says them), time-of-day prices
+(``TimeOfDateConstraint``: the price without it applies), and non-token prices (audio, images,
+web searches, requests).
 """
 
 from __future__ import annotations
@@ -109,6 +112,31 @@ def prices(model: Any) -> list[dict[str, Any]]:
     return out
 
 
+#: the request contexts of ``price_variants`` a CLI's log names (docs/prices.md)
+VARIANT_KEYS = ("speed",)
+
+
+def variants(model: Any) -> list[dict[str, Any]]:
+    """The model's ``speed`` variants, in the source's order (the first that applies wins
+    each price): ``{"when": {...}, "since": date | None, <the prices it overrides>}``."""
+    out = []
+    for v in model.price_variants or ():
+        if set(v.when) - set(VARIANT_KEYS):
+            continue
+        c = v.constraint
+        if c is not None and type(c).__name__ == "TimeOfDateConstraint":
+            continue
+        since = None
+        if c is not None:
+            sd = c.start_date
+            since = (sd.date() if isinstance(sd, datetime) else sd).isoformat()
+        p = {dst: price_value(getattr(v.prices, src)) for src, dst in KEYS.items()
+             if getattr(v.prices, src, None) is not None}
+        if p:
+            out.append({"when": dict(v.when), "since": since, **p})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--date", help="the snapshot's date (default: today, UTC)")
@@ -137,9 +165,11 @@ def main() -> int:
         for m in p.models:
             ps = prices(m)
             if ps:
-                models.append(
-                    {"id": m.id, "provider": p.id, "match": clause(m.match), "prices": ps}
-                )
+                entry = {"id": m.id, "provider": p.id, "match": clause(m.match), "prices": ps}
+                vs = variants(m)
+                if vs:
+                    entry["variants"] = vs
+                models.append(entry)
     snap = {
         "format": FORMAT,
         "date": args.date or datetime.now(timezone.utc).date().isoformat(),

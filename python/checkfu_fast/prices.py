@@ -20,6 +20,12 @@ lacks falls back: 1-hour writes to cache writes, cache reads and writes to input
 (long context) apply per request: when the reading's ``input_tokens`` exceed a tier's
 ``above``, all its tokens of that kind cost the tier's price. An unknown model has no cost
 (``None``), never 0.
+
+A request run at another speed (Anthropic's fast mode: the event's ``speed``) is looked up as
+``"<model> (<speed>)"`` (``claude-opus-4-8 (fast)``; the usage totals name it so in
+``byModel``): the model's prices with its ``speed`` variant's overrides. A model without that
+variant is not priced (``None``): its fast requests are listed as unpriced, never costed at the
+standard rate.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ FORMAT = "checkfu-fast-prices/1"
 # the prices of a model, in the order the core takes them (usage.CoreFold)
 PRICE_KEYS = _KEYS = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h")
 _COMPACT_DATE = re.compile(r"(.*-)(\d{4})(\d{2})(\d{2})$")
+# a request's speed beside its model, as the usage totals name it: "claude-opus-4-8 (fast)"
+_SPEED = re.compile(r"(.+) \(([a-z0-9_-]+)\)")
 
 
 class PriceError(ValueError):
@@ -119,12 +127,39 @@ def _check_price(v: Any, where: str) -> None:
 class ModelPrice:
     """One model's prices (USD per million tokens), each in force from its ``since`` date."""
 
-    __slots__ = ("id", "prices", "provider")
+    __slots__ = ("id", "prices", "provider", "variants")
 
-    def __init__(self, id: str, provider: str | None, prices: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        id: str,
+        provider: str | None,
+        prices: list[dict[str, Any]],
+        variants: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.id = id
         self.provider = provider
         self.prices = prices  # since ascending; the last one in force applies
+        self.variants = variants or []  # ``{"when", "since", <prices>}``; the first wins
+
+    def at_speed(self, speed: str) -> ModelPrice | None:
+        """These prices for a request at ``speed`` (``fast``): each period with the overrides of
+        the ``{"speed": speed}`` variants in force from its start (the first variant in force
+        wins each price), or ``None`` when no variant names that speed."""
+        mine = [v for v in self.variants if v.get("when") == {"speed": speed}]
+        if not mine:
+            return None
+        starts = {p.get("since") for p in self.prices} | {v.get("since") for v in mine}
+        out = []
+        for since in sorted(starts, key=lambda s: s or ""):
+            p = dict(self.at(since or "0000-01-01"))  # None: from the first period on
+            p["since"] = since
+            for k in _KEYS:
+                for v in mine:
+                    if k in v and (v.get("since") is None or (since or "") >= v["since"]):
+                        p[k] = v[k]
+                        break
+            out.append(p)
+        return ModelPrice(f"{self.id} ({speed})", self.provider, out)
 
     def at(self, day: str | None = None) -> dict[str, Any]:
         """The prices in force on ``day`` (``YYYY-MM-DD``, UTC; ``None``: the latest)."""
@@ -197,9 +232,14 @@ class Snapshot:
         key = model.lower()
         if key in self._cache:
             return self._cache[key]
-        found = self._find(key)
-        if found is None and self.base is not None:
-            found = self.base.lookup(model)
+        speed = _SPEED.fullmatch(key)
+        if speed is not None:  # "<model> (fast)": the model's prices at that speed
+            plain = self.lookup(speed[1])
+            found = None if plain is None else plain.at_speed(speed[2])
+        else:
+            found = self._find(key)
+            if found is None and self.base is not None:
+                found = self.base.lookup(model)
         if len(self._cache) < 4096:
             self._cache[key] = found
         return found
@@ -251,7 +291,8 @@ class Snapshot:
             clause = m.get("match", {"equals": m["id"]})
             if _match(clause, name):
                 ps = m["prices"]
-                return ModelPrice(m["id"], m.get("provider"), ps if isinstance(ps, list) else [ps])
+                plist = ps if isinstance(ps, list) else [ps]
+                return ModelPrice(m["id"], m.get("provider"), plist, m.get("variants"))
         return None
 
     def cost(
@@ -330,6 +371,27 @@ def _validate(doc: Any, where: str) -> None:
                 if since < last:
                     raise PriceError(f"{w}.prices: 'since' dates must increase")
                 last = since
+        vs = m.get("variants", [])
+        if not isinstance(vs, list):
+            raise PriceError(f"{w}: 'variants' must be a list")
+        for j, v in enumerate(vs):
+            wv = f"{w}.variants[{j}]"
+            when = v.get("when") if isinstance(v, dict) else None
+            if not (
+                isinstance(when, dict)
+                and when
+                and all(isinstance(a, str) and isinstance(b, str) for a, b in when.items())
+            ):
+                raise PriceError(f"{wv}: needs 'when', an object of strings ({{'speed': 'fast'}})")
+            for k in _KEYS:
+                if k in v:
+                    _check_price(v[k], f"{wv}.{k}")
+            since = v.get("since")
+            if since is not None:
+                try:
+                    date.fromisoformat(since)
+                except (TypeError, ValueError):
+                    raise PriceError(f"{wv}.since: not YYYY-MM-DD") from None
     for i, p in enumerate(doc.get("providers") or []):
         if not isinstance(p, dict) or not isinstance(p.get("id"), str):
             raise PriceError(f"{where}: providers[{i}]: needs a string 'id'")

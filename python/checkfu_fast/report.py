@@ -51,6 +51,7 @@ FOLD_FIELDS = (
     "reasoningTokens",
     "cacheWriteTokens",
     "cacheWrite1hTokens",
+    "speed",
     "emptyResult",
     "continuation",
     "sessionId",

@@ -157,6 +157,10 @@ class _Rec:
         self.project = project
         model = usage.get("model")
         self.model: str = model if isinstance(model, str) else _UNKNOWN
+        speed = ev.get("speed") if ev is not None else None
+        if isinstance(speed, str) and speed and speed != "standard":
+            # fast mode is priced apart: "claude-opus-4-8 (fast)" (prices.Snapshot.lookup)
+            self.model = f"{self.model} ({speed})"
         known = not usage.get("unknown")
         for k in _COUNTS:
             v = usage.get(k) if known else None

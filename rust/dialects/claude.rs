@@ -752,7 +752,15 @@ fn claude_usage<'v>(
     let one_hour = get("cache_creation")
         .filter(|c| c.is_object())
         .and_then(|c| c.get("ephemeral_1h_input_tokens"));
-    cache_writes(ev, Num::count(get("cache_creation_input_tokens")), one_hour)
+    let mut ev = cache_writes(ev, Num::count(get("cache_creation_input_tokens")), one_hour);
+    // the request's speed (2026: `fast` mode is priced apart)
+    if let Some(speed) = get("speed")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        ev.x().speed = Some(speed);
+    }
+    ev
 }
 
 fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {

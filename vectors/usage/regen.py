@@ -75,6 +75,7 @@ CASES = {
     "grok-2026": ["vectors/events/grok/2026.input.jsonl"],
     "opencode-2026": ["vectors/events/opencode/2026.input.jsonl"],
     "claude-session-file": ["vectors/events/claude/session-file.input.jsonl"],
+    "claude-fast-mode": ["vectors/usage/inputs/claude-fast-mode.jsonl"],
     "claude-session-file-subagent": [
         "vectors/events/claude/session-file.input.jsonl",
         "vectors/events/claude/session-file-subagent.input.jsonl",
@@ -301,7 +302,9 @@ def ccusage_claude(ds):
         size = sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
                                         "cache_creation_input_tokens", "cache_read_input_tokens"))
         if key not in best or size > best[key][0]:
-            best[key] = (size, m["model"], u)
+            speed = u.get("speed")  # fast mode: its own model (ccusage: "<model>-fast")
+            fast = isinstance(speed, str) and speed not in ("", "standard")
+            best[key] = (size, f"{m['model']} ({speed})" if fast else m["model"], u)
     models = {}
     for _, model, u in best.values():
         cr = u.get("cache_read_input_tokens", 0)
@@ -331,13 +334,24 @@ def _clause(c, text):
 
 def price_of(model):
     """The model's latest prices: the first provider whose modelMatch matches, then its first
-    model whose match does (the snapshot's rule, for the names in these examples)."""
-    name = model.lower()
+    model whose match does (the snapshot's rule, for the names in these examples). ``"<model>
+    (fast)"``: those prices with the model's ``{"speed": "fast"}`` variants over them (the first
+    that names a price wins), None without such a variant."""
+    name, _, speed = model.lower().partition(" (")
+    speed = speed.rstrip(")")
     for prov in SNAPSHOT["providers"]:
         if prov["modelMatch"] and _clause(prov["modelMatch"], name):
             for m in SNAPSHOT["models"]:
                 if m["provider"] == prov["id"] and _clause(m["match"], name):
-                    return m["prices"][-1]
+                    if not speed:
+                        return m["prices"][-1]
+                    vs = [v for v in m.get("variants", []) if v["when"] == {"speed": speed}]
+                    if not vs:
+                        return None
+                    p = dict(m["prices"][-1])
+                    for k in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"):
+                        p[k] = next((v[k] for v in vs if k in v), p.get(k))
+                    return p
             return None
     return None
 
@@ -385,7 +399,9 @@ def estimate_claude_files(ds):
         size = sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
                                         "cache_creation_input_tokens", "cache_read_input_tokens"))
         if key not in best or size > best[key][0]:
-            best[key] = (size, m["model"], u)
+            speed = u.get("speed")  # fast mode: priced apart, as "<model> (fast)"
+            fast = isinstance(speed, str) and speed not in ("", "standard")
+            best[key] = (size, f"{m['model']} ({speed})" if fast else m["model"], u)
     return _sum_requests(
         (model, u.get("input_tokens", 0) + u.get("cache_read_input_tokens", 0)
          + u.get("cache_creation_input_tokens", 0), u.get("output_tokens", 0),

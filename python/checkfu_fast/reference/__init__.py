@@ -45,7 +45,7 @@ _ORDER = (
     "truncated", "lineBytes", "encoding", "streamBytes",
     "toolClass", "providerToolName", "providerArguments", "toolResult", "fileChanges",
     "subagent", "tokensBefore", "tokensAfter", "retry", "deltaOnly",
-    "reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens", "rateLimits",
+    "reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens", "speed", "rateLimits",
     "emptyResult", "answer", "partialArguments", "continuation",
     "controlRequestId", "controlResponse", "backgroundTasks", "requiresAction",
 )  # fmt: skip

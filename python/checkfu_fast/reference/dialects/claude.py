@@ -574,7 +574,11 @@ def claude_usage(scope: str, model: Any, u: Any, cost: Any = None) -> Event:
     )
     cc = u.get("cache_creation")
     one_hour = cc.get("ephemeral_1h_input_tokens") if isinstance(cc, dict) else None
-    return cache_writes(ev, u.get("cache_creation_input_tokens"), one_hour)
+    ev = cache_writes(ev, u.get("cache_creation_input_tokens"), one_hour)
+    speed = u.get("speed")  # the request's speed (2026: ``fast`` mode is priced apart)
+    if isinstance(speed, str) and speed:
+        ev["speed"] = speed
+    return ev
 
 
 def _assistant(v: dict[str, Any]) -> list[Event]:
