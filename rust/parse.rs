@@ -251,7 +251,7 @@ impl<'a> Parser<'a> {
             None => Err(self.err("unexpected end of input", self.i)),
             Some(b'"') => {
                 self.node()?;
-                *slot = Value::Str(self.string()?);
+                self.string_into(slot, Value::Str)?;
                 Ok(())
             }
             Some(b'{') => self.object(slot),
@@ -365,25 +365,40 @@ impl<'a> Parser<'a> {
         Ok(text.parse::<i64>().map_or(Value::BigInt(text), Value::Int))
     }
 
-    /// Parse a string starting at the opening quote. A string without escapes (most of them) is
-    /// one [`next_special`] and a borrow; escapes go through [`Parser::escaped`].
+    /// Parse a string starting at the opening quote into `dst` (`wrap` makes the slot's value:
+    /// `Value::Str` for a value, the `Cow` itself for a key). A string without escapes (most
+    /// of them) is one [`next_special`] and a borrow, written straight into its slot (built
+    /// apart and copied in, it went through the stack in pieces, stalling store forwarding);
+    /// escapes go through [`Parser::escaped`].
     #[inline(always)]
-    fn string(&mut self) -> Result<Cow<'a, str>, JsonError> {
+    fn string_into<T>(
+        &mut self,
+        dst: &mut T,
+        wrap: impl Fn(Cow<'a, str>) -> T,
+    ) -> Result<(), JsonError> {
         let start = self.i;
         let at = next_special(self.b, start + 1);
         if self.b.get(at) == Some(&b'"') {
             self.i = at + 1;
-            let s = self.s.get(start + 1..at).unwrap_or_default();
+            // both ends are at a quote, a char boundary: the one-sided cuts inline (`get` of a
+            // range, checking both ends, was a call per string)
+            let s = self
+                .s
+                .split_at_checked(at)
+                .and_then(|(head, _)| head.get(start + 1..))
+                .unwrap_or_default();
             if s.len() >= SPAN_MIN {
                 self.note_span(s, start);
             }
-            return Ok(Cow::Borrowed(s));
+            *dst = wrap(Cow::Borrowed(s));
+            return Ok(());
         }
         let s = self.escaped(start, at)?;
         if s.len() >= SPAN_MIN {
             self.note_span(&s, start);
         }
-        Ok(s)
+        *dst = wrap(s);
+        Ok(())
     }
 
     /// Keep where the string `s` (opening quote at `start`, closing one just before `self.i`)
@@ -529,7 +544,9 @@ impl<'a> Parser<'a> {
             if let Err(e) = OutOfMemory::reserve(items, 1) {
                 return Err(self.out_of_memory(e));
             }
-            items.push(Value::Null);
+            // `resize_with`, not `push`: `push` built the constant on the stack and copied it in
+            // with 16-byte loads over its 8-byte stores, a store-forwarding stall per element
+            items.resize_with(items.len() + 1, || Value::Null);
             if let Some(last) = items.last_mut() {
                 self.value_into(last)?;
             }
@@ -570,12 +587,13 @@ impl<'a> Parser<'a> {
                 return Err(self.out_of_memory(e));
             }
             // the pair pushed whole as a constant and filled in place (a pair built first is
-            // copied into the vector through the stack, stalling store forwarding)
-            pairs.push((Cow::Borrowed(""), Value::Null));
+            // copied into the vector through the stack, stalling store forwarding; so was the
+            // constant itself, with `push`, see `array`)
+            pairs.resize_with(pairs.len() + 1, || (Cow::Borrowed(""), Value::Null));
             let Some((key, value)) = pairs.last_mut() else {
                 return Err(self.err("expected string key", self.i));
             };
-            *key = self.string()?;
+            self.string_into(key, |k| k)?;
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
