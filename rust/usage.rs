@@ -1023,6 +1023,146 @@ pub fn fold_file_from(
     })
 }
 
+/// A claude session file's project folder (`report.claude_project`): the component after the
+/// last `projects` component of the lexically normalized path (`os.path.normpath`), when it is
+/// not the last component (the file's own name); else None.
+pub fn claude_project(path: &str) -> Option<String> {
+    // posixpath.normpath: one or two leading slashes kept (three or more are one), `.` and
+    // empty components dropped, `..` taking the component before it where there is one
+    let slashes = if path.starts_with("//") && !path.starts_with("///") {
+        2
+    } else {
+        usize::from(path.starts_with('/'))
+    };
+    let mut comps: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        if c.is_empty() || c == "." {
+            continue;
+        }
+        if c != ".." || (slashes == 0 && comps.is_empty()) || comps.last() == Some(&"..") {
+            comps.push(c);
+        } else {
+            comps.pop();
+        }
+    }
+    // the normalized path split on `/`: the leading slashes as empty parts ("." when empty)
+    let mut parts: Vec<&str> = vec![""; slashes];
+    if comps.is_empty() {
+        parts.push(if slashes == 0 { "." } else { "" });
+    }
+    parts.extend(comps);
+    parts
+        .windows(2)
+        .take(parts.len().saturating_sub(2))
+        .rev()
+        .find(|w| w.first() == Some(&"projects") && w.get(1).is_some_and(|p| !p.is_empty()))
+        .and_then(|w| w.get(1))
+        .map(|p| (*p).to_owned())
+}
+
+/// Where [`fold_in_order`] stands: results `base..` as they come (`None`: not yet folded), and
+/// how many were merged (`base` less the one being merged).
+struct InOrder<T> {
+    base: usize,
+    merged: usize,
+    ready: std::collections::VecDeque<Option<T>>,
+    merging: bool,
+    stop: bool,
+}
+
+/// Items `0..n` folded by `fold` on `threads` threads (the caller's one of them), each result
+/// handed to `merge` in index order as soon as those before it are merged (an ordered reduce:
+/// one thread at a time merges, whichever finished the next item). At most `window` results
+/// wait for their turn: a thread that would fold an item further ahead waits. `merge`
+/// returning false refuses its item: nothing after it is merged, no new item is folded.
+/// Returns how many items were merged (`n`, or the index of the refused item). A thread that
+/// cannot be started leaves its share to the others.
+pub fn fold_in_order<T, F, M>(n: usize, threads: usize, window: usize, fold: F, merge: M) -> usize
+where
+    T: Send,
+    F: Fn(usize) -> T + Sync,
+    M: FnMut(T) -> bool + Send,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+    fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    let window = window.max(1);
+    let next = AtomicUsize::new(0);
+    let state = Mutex::new(InOrder {
+        base: 0,
+        merged: 0,
+        ready: std::collections::VecDeque::new(),
+        merging: false,
+        stop: false,
+    });
+    let advanced = Condvar::new();
+    let merge = Mutex::new(merge);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            return;
+        }
+        {
+            let mut st = lock(&state);
+            while !st.stop && i >= st.base + window {
+                st = advanced.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            if st.stop {
+                return;
+            }
+        }
+        let r = fold(i);
+        let mut st = lock(&state);
+        if st.stop {
+            return;
+        }
+        let k = i - st.base; // i is not taken to merge yet: base <= i
+        if st.ready.len() <= k {
+            st.ready.resize_with(k + 1, || None);
+        }
+        if let Some(slot) = st.ready.get_mut(k) {
+            *slot = Some(r);
+        }
+        if st.merging {
+            continue; // the merging thread takes it in its turn
+        }
+        st.merging = true;
+        while matches!(st.ready.front(), Some(Some(_))) {
+            let Some(Some(r)) = st.ready.pop_front() else {
+                break;
+            };
+            st.base += 1; // `ready` starts at `base` again
+            drop(st);
+            let ok = (lock(&merge))(r);
+            st = lock(&state);
+            if !ok {
+                st.stop = true;
+                st.ready.clear();
+                advanced.notify_all();
+                break;
+            }
+            st.merged += 1;
+            advanced.notify_all();
+        }
+        st.merging = false;
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads.min(n) {
+            let started = std::thread::Builder::new()
+                .name("checkfu-fast-fold".into())
+                .spawn_scoped(s, work);
+            if started.is_err() {
+                break;
+            }
+        }
+        work();
+    });
+    let merged = lock(&state).merged;
+    merged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1054,5 +1194,89 @@ mod tests {
         assert!(!r(1, 1).outranks(false, &r(1, 1), false));
         assert!(r(2, 2).covers(&r(1, 2)));
         assert!(!r(2, 1).covers(&r(1, 2)));
+    }
+
+    #[test]
+    fn claude_projects() {
+        // as report.claude_project (os.path.normpath, then the component after `projects`)
+        let p = |s: &str| claude_project(s);
+        assert_eq!(
+            p("/h/.claude/projects/-home-x/s.jsonl").as_deref(),
+            Some("-home-x")
+        );
+        assert_eq!(p("projects/a/b/s.jsonl").as_deref(), Some("a"));
+        assert_eq!(p("///projects/a/s").as_deref(), Some("a"));
+        assert_eq!(p("projects/a/projects/s.jsonl").as_deref(), Some("a"));
+        assert_eq!(p("/projects/s.jsonl"), None);
+        assert_eq!(p("projects/a"), None);
+        assert_eq!(p("x/projects/./a//s.jsonl").as_deref(), Some("a"));
+        assert_eq!(p("x/projects/a/../b/s.jsonl").as_deref(), Some("b"));
+        assert_eq!(p("projects/a/.."), None);
+        assert_eq!(p("../projects/a/s"), Some("a".into()));
+        assert_eq!(p("//projects/a/s").as_deref(), Some("a"));
+        assert_eq!(p("/../projects/a/s").as_deref(), Some("a"));
+        assert_eq!(p(""), None);
+        assert_eq!(p("/"), None);
+    }
+
+    #[test]
+    fn folds_in_order() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for threads in [1, 2, 3, 8] {
+            for window in [1, 2, 5, 64] {
+                let seen = std::sync::Mutex::new(Vec::new());
+                let mut got = Vec::new();
+                // uneven work: later items often finish first
+                let n = fold_in_order(
+                    40,
+                    threads,
+                    window,
+                    |i| {
+                        let mut x = 0u64;
+                        for k in 0..((40 - i) * 2000) as u64 {
+                            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(k));
+                        }
+                        seen.lock().map(|mut v| v.push(i)).ok();
+                        (i, x)
+                    },
+                    |(i, _)| {
+                        // a slow merge: items come while it runs
+                        let mut x = 0u64;
+                        for k in 0..(i as u64 % 3) * 20_000 {
+                            x = std::hint::black_box(x.wrapping_add(k));
+                        }
+                        std::hint::black_box(x);
+                        got.push(i);
+                        true
+                    },
+                );
+                assert_eq!(n, 40);
+                assert_eq!(got, (0..40).collect::<Vec<_>>());
+                assert_eq!(seen.lock().map(|v| v.len()).ok(), Some(40));
+            }
+        }
+        // refused at 7: 0..7 merged, and no fold starts more than `window` past the stop
+        let folded = AtomicUsize::new(0);
+        let mut got = Vec::new();
+        let n = fold_in_order(
+            1000,
+            3,
+            4,
+            |i| {
+                folded.fetch_add(1, Ordering::Relaxed);
+                i
+            },
+            |i| {
+                if i == 7 {
+                    return false;
+                }
+                got.push(i);
+                true
+            },
+        );
+        assert_eq!(n, 7);
+        assert_eq!(got, (0..7).collect::<Vec<_>>());
+        assert!(folded.load(Ordering::Relaxed) <= 7 + 4 + 3);
+        assert_eq!(fold_in_order(0, 4, 4, |i| i, |_| true), 0);
     }
 }

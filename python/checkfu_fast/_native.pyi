@@ -233,6 +233,18 @@ class _UsageMerge:
     def __new__(cls, resolve: Callable[[str], Any] | None = None) -> Self: ...
     def merge(self, summary: Any) -> None:
         """A :class:`_StreamSummary` or the tuple form; ``ValueError`` when it is not one."""
+    def fold_files(
+        self,
+        files: list[str],
+        dialect: str | Mapping,
+        max_line_bytes: int,
+        max_depth: int,
+        max_nodes: int,
+        jobs: int | None = None,
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """Each file folded on every core and merged in file order, up to the first one the
+        core leaves to Python: ``(merged, [(index, unknown)])`` (files with no event
+        recognised)."""
     @property
     def inexact(self) -> str | None:
         """Why the sums would differ from the Python fold's, else None."""

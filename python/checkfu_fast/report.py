@@ -64,6 +64,8 @@ FOLD_FIELDS = (
 )
 # files folded by the core at a time (on every core), merged in order while the next is folded
 BATCH = 64
+# files folded and merged by the core at a time with --progress (the progress told between)
+PROGRESS_FILES = 256
 # Normalizer's default budgets (max_line_bytes, max_depth, max_nodes)
 BUDGET = (64 << 20, 64, 1_000_000)
 # bytes fed at a time: the events of one feed are alive together, and 64 KiB of 2-byte lines
@@ -746,34 +748,63 @@ def _fold_all(
     status: int,
     quiet: bool = False,
 ) -> tuple[int, int]:
-    """Fold every input in order (:func:`fold_files`, :func:`fold_stream` for what the core
-    leaves); returns how many files were read and the exit status (a warning on stderr, but
-    not when ``quiet``: the second fold of the inputs, in Python, says nothing again)."""
+    """Fold every input in order (into a :class:`~checkfu_fast.usage.CoreFold` without a
+    cache: :meth:`~checkfu_fast.usage.CoreFold.fold_files`, else :func:`fold_files`;
+    :func:`fold_stream` for what the core leaves); returns how many files were read and the
+    exit status (a warning on stderr, but not when ``quiet``: the second fold of the inputs,
+    in Python, says nothing again)."""
     explicit = args.dialect not in (None, "auto")
     files = 0
-    try:
-        for name, done in fold_files(fold, names, dialect, cache=cache):
-            try:
-                if done is not None:
-                    known, unknown = done
-                elif name == "-":
-                    known, unknown = fold_stream(fold, sys.stdin.buffer, dialect, progress)
-                else:
-                    with open_input(name) as f:
-                        known, unknown = fold_stream(
-                            fold, f, dialect, progress, claude_project(name)
-                        )
-                files += 1
-                if explicit and unknown and not known:
-                    if not quiet:
-                        recognised_none(name, args.dialect, unknown, progress)
-                    status = 1
-            except OSError as exc:
-                fold.end_stream()
+
+    def one(name: str, done: tuple[int, int] | None) -> None:
+        """``name`` folded (``done``: its counts, else folded here) and counted."""
+        nonlocal files, status
+        try:
+            if done is not None:
+                known, unknown = done
+            elif name == "-":
+                known, unknown = fold_stream(fold, sys.stdin.buffer, dialect, progress)
+            else:
+                with open_input(name) as f:
+                    known, unknown = fold_stream(fold, f, dialect, progress, claude_project(name))
+            files += 1
+            if explicit and unknown and not known:
                 if not quiet:
-                    unreadable(name, exc, progress)
+                    recognised_none(name, args.dialect, unknown, progress)
                 status = 1
-            progress.file_done(name)
+        except OSError as exc:
+            fold.end_stream()
+            if not quiet:
+                unreadable(name, exc, progress)
+            status = 1
+        progress.file_done(name)
+
+    try:
+        if cache is None and isinstance(fold, CoreFold):
+            # the whole pipeline in the core: every file folded on every core and merged in
+            # file order there (no summary handed to Python); it stops before a file it leaves
+            # to Python, folded here in its place, and goes on after it. --progress: in runs
+            # of PROGRESS_FILES files, each file done in turn
+            step = PROGRESS_FILES if progress.enabled else max(len(names), 1)
+            i = 0
+            while i < len(names):
+                run = names[i : i + step]
+                merged, quiet_files = fold.fold_files(run, _native_dialect(dialect), BUDGET)
+                if progress.enabled:
+                    unknown = dict(quiet_files)
+                    for j in range(merged):
+                        one(run[j], (0, unknown[j]) if j in unknown else (1, 0))
+                else:
+                    files += merged - len(quiet_files)
+                    for j, n in quiet_files:  # none recognised: warned with --dialect
+                        one(run[j], (0, n))
+                i += merged
+                if merged < len(run):
+                    one(names[i], None)
+                    i += 1
+        else:
+            for name, done in fold_files(fold, names, dialect, cache=cache):
+                one(name, done)
         progress.close()
         if cache is not None:
             cache.save()

@@ -1250,6 +1250,20 @@ class CoreFold:
             self.end_stream()
         self._merge.merge(s.as_tuple() if isinstance(s, StreamSummary) else s)
 
+    def fold_files(
+        self, names: list[str], dialect: Any, budget: tuple[int, int, int]
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """The files ``names`` folded and merged in file order by the core on every core
+        (``_UsageMerge.fold_files``: the GIL released, no summary in Python; ``dialect`` as
+        the core takes it, ``budget`` the Normalizer's). It stops before the first file it
+        leaves to Python (unreadable, or read right only by the Python fold): returns how
+        many were merged, and ``(index, unknown)`` of each merged file that had only
+        ``status/unknown`` events."""
+        if self._stream is not None:
+            self.end_stream()
+        merged, quiet = self._merge.fold_files(names, dialect, *budget)
+        return merged, quiet
+
     # -- results ---------------------------------------------------------------------------
     def _final(self) -> tuple[Any, ...]:
         if self._done is not None:

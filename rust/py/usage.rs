@@ -193,6 +193,10 @@ pub(crate) fn _fingerprints<'py>(
     Ok(out)
 }
 
+/// Files folded ahead of the one merged next, per thread, at most (`UsageMerge.fold_files`):
+/// a large file holds the merge back while the other threads go on with the small ones.
+const FOLD_WINDOW: usize = 32;
+
 fn bad(what: &str) -> PyErr {
     PyValueError::new_err(format!("not a report cache entry: {what}"))
 }
@@ -698,6 +702,76 @@ impl UsageMerge {
         Ok(())
     }
 
+    /// Each file of `files` folded by the core on `jobs` threads (default: every core, the
+    /// GIL released; each file's project from its path, `report.claude_project`) and merged
+    /// in file order as soon as those before it are (no summary handed to Python). Stops
+    /// before the first file the core leaves to Python (it cannot be read, or has what only
+    /// the Python fold reads right): that one and those after it are not merged; the caller
+    /// folds it and calls again with the rest. Returns `(merged, quiet)`: how many files
+    /// were merged, and `(index, unknown)` of each merged file whose every event was
+    /// `status/unknown` (none recognised).
+    #[pyo3(signature = (files, dialect, max_line_bytes, max_depth, max_nodes, jobs = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fold_files(
+        &mut self,
+        py: Python<'_>,
+        files: Vec<String>,
+        dialect: &Bound<'_, PyAny>,
+        max_line_bytes: i64,
+        max_depth: i64,
+        max_nodes: i64,
+        jobs: Option<usize>,
+    ) -> PyResult<(usize, Vec<(usize, u64)>)> {
+        let dialect = super::dialect_arg(dialect)?;
+        let budget = super::budget_arg(max_line_bytes, max_depth, max_nodes)?;
+        if jobs == Some(0) {
+            return Err(PyValueError::new_err("jobs must be at least 1"));
+        }
+        let threads = jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let (merge, resolve) = (&mut self.merge, self.resolve.as_ref());
+        let mut quiet = Vec::new();
+        let mut failed: Option<PyErr> = None;
+        let mut at = 0usize;
+        let merged = py.detach(|| {
+            crate::usage::fold_in_order(
+                files.len(),
+                threads,
+                FOLD_WINDOW * threads,
+                |i| {
+                    let path = files.get(i).map_or("", String::as_str);
+                    let project = crate::usage::claude_project(path);
+                    fold_file(std::path::Path::new(path), dialect.clone(), budget, project)
+                },
+                |folded| {
+                    let Ok(Outcome::Summary(s)) = folded else {
+                        return false; // the caller folds it in Python
+                    };
+                    if let Some(resolve) = resolve {
+                        if !merge.unresolved(&s).is_empty() {
+                            let got = Python::attach(|py| resolve_models(py, resolve, merge, &s));
+                            if let Err(e) = got {
+                                failed = Some(e);
+                                return false;
+                            }
+                        }
+                    }
+                    merge.merge(&s);
+                    if s.known == 0 && s.unknown > 0 {
+                        quiet.push((at, s.unknown));
+                    }
+                    at += 1;
+                    true
+                },
+            )
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((merged, quiet)),
+        }
+    }
+
     /// Why the sums would differ from the Python fold's, else None.
     #[getter]
     fn inexact(&self) -> Option<&'static str> {
@@ -778,40 +852,45 @@ impl UsageMerge {
 
 impl UsageMerge {
     fn resolve_models(&mut self, py: Python<'_>, s: &Summary) -> PyResult<()> {
-        let Some(resolve) = &self.resolve else {
-            return Ok(());
-        };
-        let models: Vec<String> = self
-            .merge
-            .unresolved(s)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        for model in models {
-            let got = resolve.bind(py).call1((model.as_str(),))?;
-            let price = if got.is_none() {
-                None
-            } else {
-                let mut periods = Vec::new();
-                for p in got.try_iter()? {
-                    let p: Vec<Bound<'_, PyAny>> = p?.extract()?;
-                    let [since, a, b, c, d, e] = <[Bound<'_, PyAny>; 6]>::try_from(p)
-                        .map_err(|_| PyValueError::new_err("a price period has 6 items"))?;
-                    periods.push(Period {
-                        since: since.extract()?,
-                        prices: [
-                            price_of(&a)?,
-                            price_of(&b)?,
-                            price_of(&c)?,
-                            price_of(&d)?,
-                            price_of(&e)?,
-                        ],
-                    });
-                }
-                Some(ModelPrice { periods })
-            };
-            self.merge.set_price(&model, price);
+        match &self.resolve {
+            Some(resolve) => resolve_models(py, resolve, &mut self.merge, s),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// The prices of `s`'s models not known yet to `merge`, from `resolve(model)`.
+fn resolve_models(
+    py: Python<'_>,
+    resolve: &Py<PyAny>,
+    merge: &mut Merge,
+    s: &Summary,
+) -> PyResult<()> {
+    let models: Vec<String> = merge.unresolved(s).into_iter().map(str::to_owned).collect();
+    for model in models {
+        let got = resolve.bind(py).call1((model.as_str(),))?;
+        let price = if got.is_none() {
+            None
+        } else {
+            let mut periods = Vec::new();
+            for p in got.try_iter()? {
+                let p: Vec<Bound<'_, PyAny>> = p?.extract()?;
+                let [since, a, b, c, d, e] = <[Bound<'_, PyAny>; 6]>::try_from(p)
+                    .map_err(|_| PyValueError::new_err("a price period has 6 items"))?;
+                periods.push(Period {
+                    since: since.extract()?,
+                    prices: [
+                        price_of(&a)?,
+                        price_of(&b)?,
+                        price_of(&c)?,
+                        price_of(&d)?,
+                        price_of(&e)?,
+                    ],
+                });
+            }
+            Some(ModelPrice { periods })
+        };
+        merge.set_price(&model, price);
+    }
+    Ok(())
 }
