@@ -23,6 +23,32 @@ def test_snapshot_is_dated_and_names_its_source() -> None:
     assert s.describe() == f"genai-prices {s.source['version']}, {s.date}"
 
 
+def test_shipped_snapshot_is_valid_and_its_hash_recorded(monkeypatch) -> None:
+    """snapshot() skips the validation for the bytes whose hash prices.SHIPPED_SHA256 records:
+    those bytes must be valid, and any other bytes are validated."""
+    import hashlib
+
+    data = (ROOT / "python/checkfu_fast/data/prices.json").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == prices.SHIPPED_SHA256, (
+        "data/prices.json changed: put its sha256 (tools/gen_prices.py prints it) in "
+        "prices.SHIPPED_SHA256"
+    )
+    prices._validate(json.loads(data), "data/prices.json")  # raises PriceError if not
+    calls = []
+    real = prices._validate
+
+    def counted(doc: object, where: str) -> None:
+        calls.append(where)
+        real(doc, where)
+
+    monkeypatch.setattr(prices, "_validate", counted)
+    monkeypatch.setattr(prices, "_SHIPPED", [])
+    assert prices.snapshot().date is not None and calls == []
+    monkeypatch.setattr(prices, "_SHIPPED", [])
+    monkeypatch.setattr(prices, "SHIPPED_SHA256", "0" * 64)
+    assert prices.snapshot().date is not None and calls == ["checkfu_fast/data/prices.json"]
+
+
 @pytest.mark.parametrize(
     ("name", "model_id"),
     [

@@ -190,6 +190,8 @@ def main() -> int:
     text = text.replace(',{"id":', ',\n{"id":')
     args.out.write_text(text + "\n")
     print(f"{args.out}: {len(models)} models of {len(providers)} providers", file=sys.stderr)
+    digest = hashlib.sha256((text + "\n").encode()).hexdigest()
+    print(f"its sha256 (prices.SHIPPED_SHA256 when shipped): {digest}", file=sys.stderr)
     return 0
 
 
