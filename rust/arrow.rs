@@ -817,12 +817,16 @@ impl ArrowSink {
         if self.rows == 0 {
             return Ok(());
         }
-        let texts: Vec<usize> = self.cols.iter().map(|c| c.b.text_len()).collect();
-        let arrays = self
-            .cols
-            .iter_mut()
-            .map(Column::finish)
-            .collect::<Result<_, _>>()?;
+        // both vectors reserved fallibly (a `collect` of `Result`s grows by doubling, and a
+        // failed growth aborts the process: seen under RLIMIT_AS in tests/test_files.py)
+        let mut texts: Vec<usize> = Vec::new();
+        OutOfMemory::reserve(&mut texts, self.cols.len())?;
+        texts.extend(self.cols.iter().map(|c| c.b.text_len()));
+        let mut arrays: Vec<ArrayRef> = Vec::new();
+        OutOfMemory::reserve(&mut arrays, self.cols.len())?;
+        for c in &mut self.cols {
+            arrays.push(c.finish()?);
+        }
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
         self.batches.push(batch);
