@@ -345,6 +345,14 @@ def _normalize_dated(name: str) -> str:
     return f"{m[1]}{m[2]}-{m[3]}-{m[4]}"
 
 
+def _check_since(since: Any, where: str) -> None:
+    """A price's or variant's ``since``: a ``YYYY-MM-DD`` date."""
+    try:
+        date.fromisoformat(since)
+    except (TypeError, ValueError):
+        raise PriceError(f"{where}: not YYYY-MM-DD") from None
+
+
 def _validate(doc: Any, where: str) -> None:
     if not isinstance(doc, dict):
         raise PriceError(f"{where}: not a JSON object")
@@ -378,10 +386,7 @@ def _validate(doc: Any, where: str) -> None:
                 raise PriceError(f"{w}.prices[{j}]: needs 'input' or 'output'")
             since = p.get("since")
             if since is not None:
-                try:
-                    date.fromisoformat(since)
-                except (TypeError, ValueError):
-                    raise PriceError(f"{w}.prices[{j}].since: not YYYY-MM-DD") from None
+                _check_since(since, f"{w}.prices[{j}].since")
                 if since < last:
                     raise PriceError(f"{w}.prices: 'since' dates must increase")
                 last = since
@@ -400,12 +405,8 @@ def _validate(doc: Any, where: str) -> None:
             for k in _KEYS:
                 if k in v:
                     _check_price(v[k], f"{wv}.{k}")
-            since = v.get("since")
-            if since is not None:
-                try:
-                    date.fromisoformat(since)
-                except (TypeError, ValueError):
-                    raise PriceError(f"{wv}.since: not YYYY-MM-DD") from None
+            if v.get("since") is not None:
+                _check_since(v["since"], f"{wv}.since")
     for i, p in enumerate(doc.get("providers") or []):
         if not isinstance(p, dict) or not isinstance(p.get("id"), str):
             raise PriceError(f"{where}: providers[{i}]: needs a string 'id'")
