@@ -612,6 +612,20 @@ const FAILED: &str = "the Normalizer ran out of memory earlier; its stream state
 const CANCELLED: &str = "a feed_arrow of the Normalizer was cancelled; its stream state is lost";
 
 impl Normalizer {
+    /// A fresh stream on `engine` (`seq` from 0), its outputs of the fields `sel`.
+    fn of(engine: Engine, source: Option<&str>, sel: Sel) -> Self {
+        Normalizer {
+            state: Mutex::new(State {
+                engine,
+                seq: 0,
+                failed: None,
+                writer: jsonl::LineWriter::new(source, sel),
+                keys: convert::KeyCache::new(),
+                sel,
+            }),
+        }
+    }
+
     fn arrow_step(
         &self,
         py: Python<'_>,
@@ -677,16 +691,7 @@ impl Normalizer {
         if collapse_junk {
             engine.collapse = Some(Collapse::default());
         }
-        Ok(Normalizer {
-            state: Mutex::new(State {
-                engine,
-                seq: 0,
-                failed: None,
-                writer: jsonl::LineWriter::new(source, sel),
-                keys: convert::KeyCache::new(),
-                sel,
-            }),
-        })
+        Ok(Normalizer::of(engine, source, sel))
     }
 
     /// Private (`checkfu-fast normalize --jobs`): a Normalizer of range `[offset, ..)` of a
@@ -710,16 +715,7 @@ impl Normalizer {
         let sel = fields_arg(fields)?;
         let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
         let engine = range_engine(dialect_arg(dialect)?, budget, offset, model)?;
-        Ok(Normalizer {
-            state: Mutex::new(State {
-                engine,
-                seq: 0,
-                failed: None,
-                writer: jsonl::LineWriter::new(source, sel),
-                keys: convert::KeyCache::new(),
-                sel,
-            }),
-        })
+        Ok(Normalizer::of(engine, source, sel))
     }
 
     /// With `collapse_junk`: the lines whose events were left out so far (rust/normalize.rs
