@@ -11,8 +11,8 @@ use crate::usage_merge::{Acc, Label, Merge, ModelPrice, Period, Price, ENDINGS};
 use std::sync::Mutex;
 
 use crate::usage::{
-    fnv1a, fold_file, fold_file_from, Checkpoint, FoldState, Folded, LimitReading, Outcome, Rec,
-    Resume, Scope, Summary,
+    ends_hash, fold_file, fold_file_from, Checkpoint, FoldState, Folded, LimitReading, Outcome,
+    Rec, Resume, Scope, Summary,
 };
 
 fn num<'py>(py: Python<'py>, n: Option<Num>) -> PyResult<Bound<'py, PyAny>> {
@@ -160,7 +160,7 @@ fn fingerprint(path: &str, head: usize) -> std::io::Result<(u64, i128, String)> 
     let mut buf = Vec::new();
     f.take(head as u64).read_to_end(&mut buf)?;
     let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-    Ok((meta.size(), mtime_ns, format!("{:016x}", fnv1a(&buf))))
+    Ok((meta.size(), mtime_ns, format!("{:016x}", ends_hash(&buf))))
 }
 
 /// Per path `(size, mtime_ns, hash of the first head bytes)`, None where the file cannot be
