@@ -97,6 +97,17 @@ pub fn prepare<'a>(
     total: Option<u64>,
     budget: &Budget,
 ) -> Result<Option<Prepared<'a>>, OutOfMemory> {
+    prepare_with(data, total, budget, true)
+}
+
+/// [`prepare`], finding the line's canonical text only when `canonical`
+/// ([`parse::parse_line_with`]: an output that never copies `parsed` from the line says no).
+pub fn prepare_with<'a>(
+    data: &'a [u8],
+    total: Option<u64>,
+    budget: &Budget,
+    canonical: bool,
+) -> Result<Option<Prepared<'a>>, OutOfMemory> {
     if let Some(total) = total {
         let raw = String::from_utf8_lossy(cut_utf8(data));
         let message = format!(
@@ -140,7 +151,7 @@ pub fn prepare<'a>(
             }
         };
         return Ok(Some(
-            match parse::parse_line(text, budget.max_depth, budget.max_nodes) {
+            match parse::parse_line_with(text, budget.max_depth, budget.max_nodes, canonical) {
                 Ok(l) => Prepared::Parsed {
                     raw: text,
                     value: l.value,
@@ -168,7 +179,7 @@ pub fn prepare<'a>(
     }
     // a scalar line: one node, no depth; only a long escaped string allocates
     Ok(Some(
-        match parse::parse_line(text, parse::HARD_DEPTH, usize::MAX) {
+        match parse::parse_line_with(text, parse::HARD_DEPTH, usize::MAX, canonical) {
             Ok(l) => Prepared::Parsed {
                 raw: text,
                 value: l.value,

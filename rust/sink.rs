@@ -11,7 +11,9 @@
 
 use crate::budget::OutOfMemory;
 use crate::event::LineMeta;
-use crate::normalize::{fallback_event, map_line, prepare, Engine, Item, LineEvents, Prepared};
+use crate::normalize::{
+    fallback_event, map_line, prepare_with, Engine, Item, LineEvents, Prepared,
+};
 
 /// A group holds at most this many lines whatever their size: a line's prepared and mapped
 /// structures are about 1 KiB, and a 256 KiB group of 2-byte lines was 128k of them.
@@ -53,6 +55,14 @@ pub trait Sink {
         0
     }
 
+    /// Whether the lines' canonical text is looked for ([`crate::parse::Line::canonical`]):
+    /// only outputs that copy `parsed` or its values' JSON text from the line use it
+    /// ([`LineEvents::parsed_text`]); without, the parse skips its checks (an object's repeated
+    /// keys, the places of long strings).
+    fn canonical(&self) -> bool {
+        true
+    }
+
     /// Whether to go on: [`feed`] asks before each window of input ([`FEED_WINDOW`]), so an
     /// output built by one long core call can be given up within a window (the Arrow sink's
     /// cancel flag). The engine is left between two windows: its stream cannot go on.
@@ -84,6 +94,7 @@ pub fn items<S: Sink>(
     let collapse = &mut engine.collapse;
     let context = &mut engine.context;
     let group_max = sink.group_bytes();
+    let canonical = sink.canonical();
     let mut start = 0;
     while start < items.len() {
         let mut end = start;
@@ -107,7 +118,7 @@ pub fn items<S: Sink>(
                         continue;
                     }
                 }
-                let p = prepare(data, it.span.total, budget)?;
+                let p = prepare_with(data, it.span.total, budget, canonical)?;
                 if let (Some(c), Some(p)) = (collapse.as_mut(), p.as_ref()) {
                     if !c.keep(p) && it.fallback.is_none() {
                         continue;

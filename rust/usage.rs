@@ -811,6 +811,11 @@ impl Sink for StreamFold {
         }
         Ok(())
     }
+
+    /// The fold reads events only, never the line's JSON text.
+    fn canonical(&self) -> bool {
+        false
+    }
 }
 
 fn io_oom(e: OutOfMemory) -> io::Error {

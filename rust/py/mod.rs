@@ -184,6 +184,11 @@ impl Sink for DictSink<'_, '_> {
         GROUP_BYTES
     }
 
+    /// Dicts are built from the tree, never copied from the line's text.
+    fn canonical(&self) -> bool {
+        false
+    }
+
     fn work<T: Send, F: FnOnce() -> T + Send>(&mut self, bytes: usize, f: F) -> T {
         if bytes >= DETACH_BYTES {
             self.py.detach(f)
