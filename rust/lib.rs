@@ -23,6 +23,7 @@ pub mod jsonl;
 pub mod mapping;
 pub mod normalize;
 pub mod parse;
+pub mod report_json;
 pub mod retry;
 pub mod sink;
 pub mod sniff;

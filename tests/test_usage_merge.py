@@ -7,6 +7,7 @@ folds in Python, with the same document."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,15 @@ def _same(core: usage.CoreFold, py: usage.UsageFold, nows: list[float] = ()) -> 
     assert {**lazy, "bySession": dict(lazy["bySession"])} == py.totals(by_day=True)
     rows = core.rows(lazy=True)
     assert list(rows) == py.rows() and len(rows) == len(py.rows())
+    # the text report.write_json writes (the core writing the sessions' entries and rows:
+    # Lazy.text) is the stdlib's json.dumps of the Python fold's document, byte for byte
+    doc = {"files": 1, **core.totals(by_day=True, lazy=True), "rows": core.rows(lazy=True)}
+    if core.by == ("session",):
+        assert doc["bySession"].text is not None and doc["rows"].text is not None
+    buf = io.StringIO()
+    report_mod.write_json(doc, buf.write)
+    want = {"files": 1, **py.totals(by_day=True), "rows": py.rows()}
+    assert buf.getvalue() == json.dumps(report_mod._finite(want), indent=2, allow_nan=False) + "\n"
     for now in nows:
         assert core.active_block(now) == py.active_block(now)
 
@@ -248,3 +258,40 @@ def test_a_damaged_cache_summary_is_refused_whole() -> None:
     with pytest.raises(ValueError):
         m.merge([[], [], [], "strange", "s", "claude", True])
     assert m.times() == []
+
+
+def test_the_cores_text_of_unusual_values(tmp_path: Path) -> None:
+    """report --json's per-session text written by the core (``_UsageSessions.write_json``)
+    against the stdlib's ``json.dumps`` of the Python fold's document: session names and
+    models to escape (quotes, backslashes, control characters, non-ASCII, a character beyond
+    the BMP), sums beyond 64 bits, several unpriced models (sorted), reported costs whose sum
+    is not finite (null), reported and estimated costs together (mixed), sessions with only
+    an ending."""
+    odd = ['s"q\\b', "s\u00e9\u2028", "s\x01\x1f\x7f", "s\U0001f600", "plain"]
+    lines = []
+    for i, sid in enumerate(odd):
+        for j, model in enumerate(["zz-model\t", "aa-\u00fcmodel", "claude-sonnet-4-5"]):
+            lines.append(_claude(f"o{i}x{j}", "2026-03-29T00:00:00Z", 3 + j, model, session=sid))
+    for k in range(3):  # 3 * 2**62 input tokens: beyond 64 bits
+        big = json.loads(_claude(f"big{k}", "2026-03-29T01:00:00Z", 1, session="plain"))
+        big["message"]["usage"]["input_tokens"] = 2**62
+        lines.append(json.dumps(big))
+    result = {"type": "result", "subtype": "success", "result": "ok", "modelUsage": {}}
+    paths = [tmp_path / "projects" / "-w" / "odd.jsonl"]
+    paths[0].parent.mkdir(parents=True)
+    paths[0].write_text("\n".join(lines) + "\n")
+    # the same session's costs in two streams: 1e308 + 1e308 is not finite; a session with
+    # only an ending
+    for i, (sid, cost, answer) in enumerate(
+        (("inf", 1e308, "ok"), ("inf", 1e308, "ok"), ("s\u00e9\u2028", 0.25, "ok"), ("end", 0, ""))
+    ):
+        usage_ = {"input_tokens": 3, "output_tokens": 4} if cost else {}
+        line = {**result, "session_id": sid, "total_cost_usd": cost, "usage": usage_}
+        paths.append(tmp_path / f"r{i}.jsonl")
+        paths[-1].write_text(json.dumps({**line, "result": answer}) + "\n")
+    for estimate in (True, False):
+        core, py = _folds(paths, by=["session"], estimate=estimate)
+        _same(core, py)
+        text = io.StringIO()
+        report_mod.write_json({"rows": core.rows(lazy=True)}, text.write)
+        assert "\\ud83d\\ude00" in text.getvalue() and '"costUsd": null' in text.getvalue()

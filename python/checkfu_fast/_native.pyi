@@ -19,6 +19,7 @@ __all__ = [
     "Normalizer",
     "_StreamSummary",
     "_UsageMerge",
+    "_UsageSessions",
     "__version__",
     "_fingerprints",
     "_json_indent2",
@@ -258,7 +259,19 @@ class _UsageMerge:
         by_day: bool,
         active: bool,
     ) -> dict[str, Any]:
-        """The totals, with each bucket's ``(day, week, month, inside, block, active)``."""
+        """The totals, with each bucket's ``(day, week, month, inside, block, active)``;
+        ``sessions`` a :class:`_UsageSessions`."""
+
+@final
+class _UsageSessions:
+    """Every session's total, by name, kept in the core (``_UsageMerge.group``)."""
+
+    def __len__(self) -> int: ...
+    def tuples(self) -> list[tuple[str, tuple[Any, ...], list[int], str | None]]:
+        """``(name, acc, endings, dialect)`` each, by name."""
+    def write_json(self, write: Callable[[str], Any], rows: bool = False) -> None:
+        """The JSON text of ``bySession`` (or with ``rows`` the rows by session) as
+        ``report.write_json`` writes it, handed to ``write`` in pieces."""
 
 def _usage_fold_limits(
     files: list[tuple[str, str | None]],

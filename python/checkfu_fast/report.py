@@ -378,9 +378,11 @@ def dumps(doc: Any) -> str:
 
 def write_json(doc: dict[str, Any], write: Callable[[str], Any]) -> None:
     """``dumps(doc)`` and a newline, written in pieces: each :class:`~checkfu_fast.usage.Lazy`
-    value (``bySession``, ``rows``) item by item as it is made, so neither its dicts nor the
-    whole text are held at once (25 MB of text for a 1 GiB tree of 35,945 sessions); the
-    same text (an item's own lines indented to its depth: a JSON string has no newline)."""
+    value (``bySession``, ``rows``) by the core where it writes it (``Lazy.text``: the text
+    straight from the sums, 256 KiB at a time), else item by item as it is made, so neither its
+    dicts nor the whole text are held at once (25 MB of text for a 1 GiB tree of 35,945
+    sessions); the same text (an item's own lines indented to its depth: a JSON string has no
+    newline)."""
     if not any(isinstance(v, Lazy) for v in doc.values()):
         write(dumps(doc))  # not `+ "\n"`: a copy of a big document's text
         write("\n")
@@ -390,6 +392,8 @@ def write_json(doc: dict[str, Any], write: Callable[[str], Any]) -> None:
         write(("," if i else "") + "\n  " + json.dumps(key) + ": ")
         if not isinstance(v, Lazy):
             write(dumps(v).replace("\n", "\n  "))
+        elif v.text is not None:
+            v.text(write)  # the core writes the items' text
         elif not len(v):
             write("{}" if v.pairs else "[]")
         else:

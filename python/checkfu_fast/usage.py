@@ -1152,12 +1152,24 @@ class Lazy:
     """A part of a document made item by item as it is written (``report --json``: the
     ``bySession`` and ``rows`` of a tree of tens of thousands of sessions are never all dicts
     at once): ``len`` items, iterated as ``(key, value)`` pairs of a JSON object when ``pairs``,
-    else as the values of a JSON array. ``dict(lazy)`` or ``list(lazy)`` gives the whole."""
+    else as the values of a JSON array. ``dict(lazy)`` or ``list(lazy)`` gives the whole; where
+    the core writes the text itself, :attr:`text` (the same text as the items')."""
 
-    def __init__(self, items: Callable[[], Iterator[Any]], n: int, *, pairs: bool) -> None:
+    def __init__(
+        self,
+        items: Callable[[], Iterator[Any]],
+        n: int,
+        *,
+        pairs: bool,
+        text: Callable[[Callable[[str], Any]], None] | None = None,
+    ) -> None:
         self._items = items
         self.n = n
         self.pairs = pairs
+        #: ``text(write)``: the whole value's JSON text (as ``report.write_json`` writes the
+        #: items: a top-level key's value, indented one level) handed to ``write`` in pieces
+        #: by the core, or None
+        self.text = text
 
     def __iter__(self) -> Iterator[Any]:
         return self._items()
@@ -1306,9 +1318,11 @@ class CoreFold:
             raise Inexact(m.inexact)
         total = _acc_of(g["total"], g["endings"])
         models = {name: _acc_of(t) for name, t in g["models"]}
-        # the core's tuples, one per session, made totals as they are written (Lazy): a
-        # tree's tens of thousands of sessions are never all _Acc objects and dicts at once
-        sessions: list[tuple[Any, ...]] = sorted(g["sessions"], key=lambda t: t[0])
+        # the sessions' totals stay in the core (a _UsageSessions, by name): report --json
+        # has the core write their text (Lazy.text), else they are made tuples and totals as
+        # they are written (Lazy): a tree's tens of thousands of sessions are never all
+        # _Acc objects and dicts at once
+        sessions: Any = g["sessions"]
         days = {day: _acc_of(t) for day, t in g["days"]}
         groups = {tuple(key): _acc_of(t) for key, t in g["rows"]}
         active = _acc_of(g["active"]) if g["active"] is not None else None
@@ -1326,16 +1340,18 @@ class CoreFold:
                 "total": total.as_dict(endings=True),
                 "byModel": {k: models[k].as_dict() for k in sorted(models)},
                 "bySession": Lazy(
-                    lambda: ((t[0], _session_entry(t)) for t in sessions),
+                    lambda: ((t[0], _session_entry(t)) for t in sessions.tuples()),
                     len(sessions),
                     pairs=True,
+                    text=lambda write: sessions.write_json(write),
                 ),
             }
             if by_day:
                 out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
             return out
-        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions}
-        dialects = {t[0]: t[3] for t in sessions if t[3] is not None}
+        tuples = sessions.tuples()
+        accs = {t[0]: _acc_of(t[1], t[2]) for t in tuples}
+        dialects = {t[0]: t[3] for t in tuples if t[3] is not None}
         return _totals(total, models, accs, days, dialects, by_day)
 
     def rows(self, *, lazy: bool = False) -> list[dict[str, Any]] | Lazy:
@@ -1345,11 +1361,14 @@ class CoreFold:
         if self.by == ("session",):
 
             def made() -> Iterator[dict[str, Any]]:
-                for t in sessions:
+                for t in sessions.tuples():
                     yield {"session": t[0], **_acc_of(t[1]).as_dict()}
 
-            return Lazy(made, len(sessions), pairs=False) if lazy else list(made())
-        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions}
+            if not lazy:
+                return list(made())
+            text = lambda write: sessions.write_json(write, rows=True)  # noqa: E731
+            return Lazy(made, len(sessions), pairs=False, text=text)
+        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions.tuples()}
         return _rows(self.by, accs, groups, ends)
 
     def active_block(self, now: float) -> dict[str, Any] | None:

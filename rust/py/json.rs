@@ -7,102 +7,10 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use crate::report_json::{ascii_string as string, float_repr, newline};
+
 /// Nesting deeper than this is left to `json.dumps` (it has its own recursion limit).
 const MAX_DEPTH: usize = 512;
-
-/// Python's `repr(float)` of a finite float: the shortest digits that read back to it, in
-/// fixed notation for decimal exponents -5 < e < 16, else `d.ddde+XX` (`float_repr_style`
-/// `short`, `Py_DTSF_ADD_DOT_0`).
-pub fn float_repr(x: f64, out: &mut String) {
-    // Rust's `{:e}` gives the shortest round-trip digits (`d.ddde-5`, `0e0`), a tie between
-    // two of them rounded up; the exact formatting to that many digits rounds it to even, as
-    // Python's repr (the nearest of the shortest, ties to even)
-    let shortest = format!("{:e}", x.abs());
-    let n = shortest
-        .split('e')
-        .next()
-        .map_or(1, |m| m.bytes().filter(u8::is_ascii_digit).count());
-    let sci = format!("{:.*e}", n.saturating_sub(1), x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if x.is_sign_negative() {
-        out.push('-');
-    }
-    let decpt = exp + 1; // value = 0.DIGITS * 10^decpt
-    let n = i32::try_from(digits.len()).unwrap_or(i32::MAX);
-    if decpt <= -4 || decpt > 16 {
-        let (first, rest) = digits.split_at(1.min(digits.len()));
-        out.push_str(first);
-        if !rest.is_empty() {
-            out.push('.');
-            out.push_str(rest);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.unsigned_abs();
-        if e < 10 {
-            out.push('0');
-        }
-        out.push_str(&e.to_string());
-    } else if decpt <= 0 {
-        out.push_str("0.");
-        for _ in 0..-decpt {
-            out.push('0');
-        }
-        out.push_str(&digits);
-    } else if decpt < n {
-        let (int, frac) = digits.split_at(usize::try_from(decpt).unwrap_or(0));
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
-    } else {
-        out.push_str(&digits);
-        for _ in 0..decpt - n {
-            out.push('0');
-        }
-        out.push_str(".0");
-    }
-}
-
-/// `json.encoder`'s `encode_basestring_ascii`: printable ASCII as is, the rest escaped.
-fn string(s: &str, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let unit = |u: u16, out: &mut String| {
-        out.push_str("\\u");
-        for shift in [12, 8, 4, 0] {
-            let digit = HEX.get(usize::from((u >> shift) & 0xf)).copied();
-            out.push(char::from(digit.unwrap_or(b'0')));
-        }
-    };
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut buf = [0u16; 2];
-                for u in c.encode_utf16(&mut buf) {
-                    unit(*u, out);
-                }
-            }
-        }
-    }
-    out.push('"');
-}
-
-fn newline(level: usize, out: &mut String) {
-    out.push('\n');
-    for _ in 0..level {
-        out.push_str("  ");
-    }
-}
 
 /// Appends `o`'s text; `false` where `json.dumps` must do it.
 fn value(o: &Bound<'_, PyAny>, level: usize, out: &mut String) -> PyResult<bool> {
@@ -203,37 +111,4 @@ fn items<'py>(
 pub(crate) fn _json_indent2(obj: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     let mut out = String::new();
     Ok(value(obj, 0, &mut out)?.then_some(out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::float_repr;
-
-    fn r(x: f64) -> String {
-        let mut s = String::new();
-        float_repr(x, &mut s);
-        s
-    }
-
-    #[test]
-    fn floats_as_python_repr() {
-        assert_eq!(r(0.0), "0.0");
-        assert_eq!(r(-0.0), "-0.0");
-        assert_eq!(r(1.0), "1.0");
-        assert_eq!(r(0.1), "0.1");
-        assert_eq!(r(0.0001), "0.0001");
-        assert_eq!(r(0.00001), "1e-05");
-        assert_eq!(r(1.5e-7), "1.5e-07");
-        assert_eq!(r(1e15), "1000000000000000.0");
-        assert_eq!(r(1e16), "1e+16");
-        assert_eq!(r(1.2345e16), "1.2345e+16");
-        assert_eq!(r(123.456), "123.456");
-        assert_eq!(r(0.30000000000000004), "0.30000000000000004");
-        assert_eq!(r(1e100), "1e+100");
-        assert_eq!(r(-2.5e-300), "-2.5e-300");
-        assert_eq!(r(f64::MAX), "1.7976931348623157e+308");
-        assert_eq!(r(5e-324), "5e-324");
-        assert_eq!(r(-916_853_859_412_763.2), "-916853859412763.2");
-        assert_eq!(r(-2_472_381_562_763.906), "-2472381562763.9062");
-    }
 }

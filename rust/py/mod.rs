@@ -881,6 +881,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usage::_fingerprints, m)?)?;
     m.add_class::<usage::StreamSummary>()?;
     m.add_class::<usage::UsageMerge>()?;
+    m.add_class::<usage::UsageSessions>()?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_resume, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_limits, m)?)?;
     m.add_function(wrap_pyfunction!(json::_json_indent2, m)?)?;

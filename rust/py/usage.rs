@@ -7,6 +7,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::event::Num;
+use crate::report_json::{ascii_string, write_total};
 use crate::usage_merge::{Acc, Label, Merge, ModelPrice, Period, Price, ENDINGS};
 use std::sync::Mutex;
 
@@ -655,13 +656,23 @@ fn acc_tuple<'py>(
     (a, reported): &(Acc, Num),
 ) -> PyResult<Bound<'py, PyTuple>> {
     let unpriced: Vec<&str> = a.unpriced.iter().map(|i| m.model_name(*i)).collect();
+    acc_tuple_of(py, a, *reported, &unpriced)
+}
+
+/// `group`'s acc tuple of `a`, its reported sum and its unpriced models' names.
+fn acc_tuple_of<'py>(
+    py: Python<'py>,
+    a: &Acc,
+    reported: Num,
+    unpriced: &[&str],
+) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(
         py,
         [
             a.input.into_bound_py_any(py)?,
             a.output.into_bound_py_any(py)?,
             a.cached.into_bound_py_any(py)?,
-            num(py, Some(*reported))?,
+            num(py, Some(reported))?,
             a.estimated.into_bound_py_any(py)?,
             a.readings.into_bound_py_any(py)?,
             a.n_reported.into_bound_py_any(py)?,
@@ -671,6 +682,101 @@ fn acc_tuple<'py>(
             unpriced.into_bound_py_any(py)?,
         ],
     )
+}
+
+/// One session's total, as `group` gives it.
+struct SessionTotal {
+    name: String,
+    acc: Acc,
+    reported: Num,
+    /// the names of `acc.unpriced`, sorted
+    unpriced: Vec<String>,
+    endings: [u64; 4],
+    dialect: Option<String>,
+}
+
+/// Text handed to `write` at a time by [`UsageSessions::write_json`].
+const TEXT_CHUNK: usize = 1 << 18;
+
+/// `group`'s `sessions`: every session's total, sorted by name, kept in the core (no Python
+/// object per session until asked: [`UsageSessions::tuples`]); `report --json` has their
+/// text written by [`UsageSessions::write_json`].
+#[pyclass(module = "checkfu_fast._native", name = "_UsageSessions", frozen)]
+pub(crate) struct UsageSessions {
+    items: Vec<SessionTotal>,
+}
+
+impl UsageSessions {
+    /// The text of `items[i]` in `write_json`'s form.
+    fn item_json(&self, i: usize, rows: bool, out: &mut String) {
+        let Some(t) = self.items.get(i) else {
+            return;
+        };
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        let unpriced: Vec<&str> = t.unpriced.iter().map(String::as_str).collect();
+        if rows {
+            let lead = Some(("session", t.name.as_str()));
+            write_total(out, 2, lead, &t.acc, t.reported, &unpriced, None, None);
+        } else {
+            ascii_string(&t.name, out);
+            out.push_str(": ");
+            let dialect = Some(t.dialect.as_deref().unwrap_or("unknown"));
+            let ends = Some(&t.endings);
+            write_total(out, 2, None, &t.acc, t.reported, &unpriced, ends, dialect);
+        }
+    }
+}
+
+#[pymethods]
+impl UsageSessions {
+    fn __len__(&self) -> usize {
+        self.items.len()
+    }
+
+    /// `[(name, acc, endings, dialect)]`, by name (`group`'s acc tuples; dialect None where
+    /// the session has none).
+    fn tuples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for t in &self.items {
+            let unpriced: Vec<&str> = t.unpriced.iter().map(String::as_str).collect();
+            out.append((
+                t.name.as_str(),
+                acc_tuple_of(py, &t.acc, t.reported, &unpriced)?,
+                t.endings.to_vec(),
+                t.dialect.as_deref(),
+            ))?;
+        }
+        Ok(out)
+    }
+
+    /// The text `json.dumps(value, indent=2)` gives for the value of a top-level key of
+    /// `report --json` (its lines indented one level), handed to `write` a piece at a time:
+    /// `bySession` (`{name: total with endings and dialect}`), or with `rows` the rows by
+    /// session (`[{"session": name, **total}]`).
+    #[pyo3(signature = (write, rows = false))]
+    fn write_json(&self, py: Python<'_>, write: &Bound<'_, PyAny>, rows: bool) -> PyResult<()> {
+        if self.items.is_empty() {
+            write.call1((if rows { "[]" } else { "{}" },))?;
+            return Ok(());
+        }
+        write.call1((if rows { "[" } else { "{" },))?;
+        let mut i = 0;
+        while i < self.items.len() {
+            let (text, next) = py.detach(|| {
+                let mut out = String::with_capacity(TEXT_CHUNK + 4096);
+                let mut j = i;
+                while j < self.items.len() && out.len() < TEXT_CHUNK {
+                    self.item_json(j, rows, &mut out);
+                    j += 1;
+                }
+                (out, j)
+            });
+            write.call1((text,))?;
+            i = next;
+        }
+        write.call1((if rows { "\n  ]" } else { "\n  }" },))?;
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -787,7 +893,7 @@ impl UsageMerge {
 
     /// The totals: `labels[i]` (`(day, week, month, inside, block, active)`) of `times()[i]`,
     /// `none` for readings without a local time. A dict: `total`, `endings`, `models`,
-    /// `sessions` (`(name, acc, endings, dialect)`), `days`, `rows` (`(key, acc)`), `active`;
+    /// `sessions` (a `_UsageSessions`, by name), `days`, `rows` (`(key, acc)`), `active`;
     /// an acc is `(inputTokens, outputTokens, cachedTokens, reported, estimated (pico-USD),
     /// readings, n_reported, n_estimated, n_free, [reasoning, cacheWrite, cacheWrite1h],
     /// unpriced models)`.
@@ -821,17 +927,29 @@ impl UsageMerge {
             models.append((m.model_name(*id), acc_tuple(py, m, a)?))?;
         }
         out.set_item("models", models)?;
-        let sessions = PyList::empty(py);
-        for (id, a) in &g.sessions {
-            let name = m.session_name(*id);
-            sessions.append((
-                name,
-                acc_tuple(py, m, a)?,
-                m.session_endings(*id).to_vec(),
-                m.dialect_of(name),
-            ))?;
-        }
-        out.set_item("sessions", sessions)?;
+        let mut items: Vec<SessionTotal> = g
+            .sessions
+            .iter()
+            .map(|(id, (acc, reported))| {
+                let name = m.session_name(*id);
+                let mut unpriced: Vec<String> = acc
+                    .unpriced
+                    .iter()
+                    .map(|i| m.model_name(*i).to_owned())
+                    .collect();
+                unpriced.sort_unstable();
+                SessionTotal {
+                    name: name.to_owned(),
+                    acc: acc.clone(),
+                    reported: *reported,
+                    unpriced,
+                    endings: m.session_endings(*id),
+                    dialect: m.dialect_of(name).map(str::to_owned),
+                }
+            })
+            .collect();
+        items.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        out.set_item("sessions", UsageSessions { items })?;
         let days = PyList::empty(py);
         for (d, a) in &g.days {
             days.append((d.as_str(), acc_tuple(py, m, a)?))?;
