@@ -130,7 +130,7 @@ def _fields(fields: Any) -> list[str] | None:
 
 def _native_dialect(dialect: str | MappedDialect) -> Any:
     """The argument the native core takes: a name, or the mapping compiled once by Rust."""
-    if not isinstance(dialect, _ref().MappedDialect):
+    if isinstance(dialect, str) or not isinstance(dialect, _ref().MappedDialect):
         return dialect
     if dialect.native_handle is None:
         dialect.native_handle = _native.Mapping(dialect.source)

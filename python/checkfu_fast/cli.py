@@ -29,19 +29,9 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from . import (
-    DIALECTS,
-    CheckfuError,
-    MappedDialect,
-    Normalizer,
-    __version__,
-    golden,
-    load_dialect,
-    reference,
-    report,
-)
+from . import CheckfuError, Normalizer, __version__, _native, report
 from .export._cli import add_arguments as export_arguments
 from .inputs import open_input, plain_fd
 from .outputs import atomic_output, printable, refuse_aliases
@@ -49,6 +39,33 @@ from .paths import empty_dirs, expand
 from .progress import Progress, add_arguments, wanted
 
 CHUNK = 1 << 20
+
+
+class _OnUse:
+    """A module of the package imported at its first attribute's use: the pure-Python twin
+    and the golden replay are most of the command line's import time, and ``report`` (or
+    ``normalize`` without ``--reference``) needs neither."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{self._name}"), attr)
+
+
+if TYPE_CHECKING:
+    from . import golden, reference
+    from .reference import MappedDialect
+else:
+    golden = _OnUse("golden")
+    reference = _OnUse("reference")
+
+#: The dialect names (the core's list, the reference's where the core is absent: the same)
+DIALECTS: tuple[str, ...] = (
+    tuple(_native.DIALECTS) if _native is not None else tuple(reference.DIALECTS)
+)
 
 
 def _dumps(ev: dict[str, Any]) -> bytes:
@@ -841,6 +858,8 @@ def _dialect(value: str) -> str | MappedDialect:
     if value.endswith(".json"):
         if not Path(value).is_file():
             raise argparse.ArgumentTypeError(f"mapping file {value} not found")
+        from .reference import load_dialect
+
         try:
             return load_dialect(value)
         except (CheckfuError, OSError, ValueError) as exc:
