@@ -445,7 +445,8 @@ def _local(iso: str | None, tz: tzinfo) -> str:
 
 
 def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: Any = None) -> str:
-    """The human table: one row per group, then the total, then notes; fits 80 columns."""
+    """The human table: one row per group, then the total, then notes; fits 80 columns
+    (:func:`_fit`). Each cell is made once: the fit works on the columns' widths."""
     sessions = doc.get("bySession", {})
     session_only = by == ["session"]
     head = [_HEADS[d] for d in by]
@@ -455,42 +456,72 @@ def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: 
     if session_only:
         head.append("Ending")
     text_cols = len(by) + (1 if session_only else 0)
-
-    def cells(t: dict[str, Any], num: Any) -> list[str]:
-        return [num(t["inputTokens"]), num(t["outputTokens"]), num(t["cachedTokens"]), _cost(t)]
-
-    def build(num: Any, cut: dict[int, int]) -> list[list[str]]:
-        out = []
-        for r in doc["rows"]:
-            row: list[str] = []
-            for d in by:
-                v = _local(r["block"], tz) if d == "block" and r["block"] != "unknown" else r[d]
-                # names come from the input: control characters escaped for the terminal
-                row.append(_cut(printable(str(v)), cut.get(len(row))))
-            if session_only:
-                row.append(printable(str(sessions.get(r["session"], {}).get("dialect", ""))))
-            row += cells(r, num)
-            if session_only:
-                row.append(_endings(sessions[r["session"]]) if r["session"] in sessions else "-")
-            out.append(row)
-        total = ["Total"] + [""] * (text_cols - 1) + cells(doc["total"], num)
+    rows = doc["rows"]
+    texts: list[list[str]] = []  # each row's text cells, uncut
+    ends: list[str] = []  # and its ending (by session)
+    for r in rows:
+        row: list[str] = []
+        for d in by:
+            v = _local(r["block"], tz) if d == "block" and r["block"] != "unknown" else r[d]
+            # names come from the input: control characters escaped for the terminal
+            row.append(printable(str(v)))
         if session_only:
-            total.append(_endings(doc["total"]))
-        return [head, *out, total]
+            s = sessions.get(r["session"])
+            row.append(printable(str((s if s is not None else {}).get("dialect", ""))))
+            ends.append(_endings(s) if s is not None else "-")
+        texts.append(row)
+    total = ["Total"] + [""] * (text_cols - 1)
+    total_tail = [_endings(doc["total"])] if session_only else []
+    costs = [_cost(r) for r in rows]
 
-    rows, widths = _fit(build, text_cols)
+    def numbers(num: Callable[[Any], str]) -> list[list[str]]:
+        out = [
+            [num(r["inputTokens"]), num(r["outputTokens"]), num(r["cachedTokens"])] for r in rows
+        ]
+        t = doc["total"]
+        out.append([num(t["inputTokens"]), num(t["outputTokens"]), num(t["cachedTokens"])])
+        return out
+
+    # the widths of the text columns (before any cut), and of the columns after them
+    longest = [
+        max([len(head[i]), len(total[i]), *(len(t[i]) for t in texts)]) for i in range(text_cols)
+    ]
+    shortest = [max(len(head[i]), len(total[i])) for i in range(text_cols)]
+    cost_w = max([len(head[text_cols + 3]), len(_cost(doc["total"])), *map(len, costs)])
+    tail_w = [max([len(head[-1]), len(total_tail[0]), *map(len, ends)])] if session_only else []
+    nums: dict[Any, list[list[str]]] = {}
+
+    def widths(num: Callable[[Any], str], cut: dict[int, int]) -> list[int]:
+        if num not in nums:
+            nums[num] = numbers(num)
+        cols = [max(len(head[text_cols + k]), *(len(c[k]) for c in nums[num])) for k in range(3)]
+        text = [
+            max(shortest[i], min(longest[i], cut[i])) if i in cut else longest[i]
+            for i in range(text_cols)
+        ]
+        return [*text, *cols, cost_w, *tail_w]
+
+    num, cut, w = _fit(widths, text_cols)
+    cells = nums[num]
 
     def line(r: list[str]) -> str:
         out = []
-        for i, (c, w) in enumerate(zip(r, widths, strict=True)):
+        for i, (c, width) in enumerate(zip(r, w, strict=True)):
             left = i < text_cols or (session_only and i == len(r) - 1)
-            out.append(c.ljust(w) if left else c.rjust(w))
+            out.append(c.ljust(width) if left else c.rjust(width))
         return "  ".join(out).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    head_row, *body, total_row = rows
-    out = [line(head_row), rule, *map(line, body), rule, line(total_row)]
-    count = len(doc["rows"])
+    rule = "  ".join("-" * x for x in w)
+    out = [line(head), rule]
+    for k, t in enumerate(texts):
+        row = [_cut(c, cut.get(i)) for i, c in enumerate(t)]
+        row += cells[k]
+        row.append(costs[k])
+        if session_only:
+            row.append(ends[k])
+        out.append(line(row))
+    out += [rule, line([*total, *cells[-1], _cost(doc["total"]), *total_tail])]
+    count = len(rows)
     what = ",".join(by)
     out.append(f"{files} file(s), {count} row{'s' if count != 1 else ''} by {what}")
     notes = _notes(doc, by, tz, snapshot)
@@ -524,31 +555,29 @@ def _notes(doc: dict[str, Any], by: list[str], tz: tzinfo, snapshot: Any) -> lis
     return notes
 
 
-def _fit(build: Any, text_cols: int) -> tuple[list[list[str]], list[int]]:
-    """The table's cells and widths within :data:`WIDTH`: the longest text columns cut first
-    (to 12 characters at least), then the token counts made compact (``12.3k``)."""
+def _fit(
+    widths: Callable[[Callable[[Any], str], dict[int, int]], list[int]], text_cols: int
+) -> tuple[Callable[[Any], str], dict[int, int], list[int]]:
+    """The table's number format, cuts and column widths within :data:`WIDTH` (``widths(num,
+    cut)``: the columns' widths with the counts written by ``num`` and the text columns cut
+    to ``cut[i]`` characters): the longest text columns cut first (to 12 characters at
+    least), then the token counts made compact (``12.3k``)."""
     for num in (_int, _compact):
         cut: dict[int, int] = {}
-        rows = build(num, cut)
-        widths = _widths(rows)
-        while _width(widths) > WIDTH:
-            i = max(range(text_cols), key=lambda c: widths[c])
-            if widths[i] <= 12:
+        w = widths(num, cut)
+        while _width(w) > WIDTH:
+            i = max(range(text_cols), key=lambda c: w[c])
+            if w[i] <= 12:
                 break
-            cut[i] = max(widths[i] - (_width(widths) - WIDTH), 12)
-            rows = build(num, cut)
-            widths = _widths(rows)
-        if _width(widths) <= WIDTH:
+            cut[i] = max(w[i] - (_width(w) - WIDTH), 12)
+            w = widths(num, cut)
+        if _width(w) <= WIDTH:
             break
-    return rows, widths
+    return num, cut, w
 
 
 def _cut(s: str, n: int | None) -> str:
     return s if n is None or len(s) <= n else s[: n - 1] + "…"
-
-
-def _widths(rows: list[list[str]]) -> list[int]:
-    return [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 
 
 def _width(widths: list[int]) -> int:
