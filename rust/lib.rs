@@ -22,6 +22,7 @@ pub mod journal;
 pub mod jsonl;
 pub mod mapping;
 pub mod normalize;
+pub mod ordered;
 pub mod parse;
 pub mod report_json;
 pub mod retry;

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -252,3 +253,150 @@ def test_rebase_and_write_number_on(tmp_path: Path) -> None:
     assert f.read_bytes() == b"head\n" + want + part
     with pytest.raises(FileNotFoundError):
         _native._write_jsonl(part, 1, str(tmp_path / "no" / "such"))
+
+
+def test_core_leaves_compressed_files_to_python(
+    tmp_path: Path, small_ranges: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # plain files (large, small, empty) go through the core's ordered run; a gz file among
+    # them (and a run of two) is done by the Python units in its place; same bytes
+    real = sorted(REAL, key=lambda p: p.stat().st_size)
+    big, small = real[-1], real[0]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    gz = tmp_path / "a.jsonl.gz"
+    gz.write_bytes(gzip.compress(real[-2].read_bytes()))
+    gz2 = tmp_path / "b.jsonl"  # compressed whatever its name
+    gz2.write_bytes(gzip.compress(small.read_bytes()))
+    names = [str(p) for p in (big, gz, small, empty, gz, gz2, big, empty)]
+    seen: list[list[str]] = []
+    units = cli._parallel_units
+
+    def spy(args: Any, files: list[str], *rest: Any) -> int:
+        seen.append(files)
+        return units(args, files, *rest)
+
+    monkeypatch.setattr(cli, "_parallel_units", spy)
+    got = by_jobs(tmp_path, *names)
+    assert got["1"][0] == 0
+    assert got["2"] == got["1"] and got["3"] == got["1"]
+    assert got["1"][1] == b"".join(tagged_any(n) for n in names)
+    assert seen == [[str(gz)], [str(gz), str(gz2)]] * 2  # --jobs 2 and 3; never a plain file
+
+
+def tagged_any(name: str) -> bytes:
+    from checkfu_fast.inputs import open_input
+
+    with open_input(name) as f:
+        data = f.read()
+    n = checkfu_fast.Normalizer(source=name)
+    return n.feed_jsonl(data) + n.finish_jsonl()
+
+
+def test_errors_and_progress_in_order(tmp_path: Path) -> None:
+    # a missing file, an unreadable one, a damaged gz file between split files: the messages
+    # and the per-file progress lines of --jobs 1, in the same order, the same exit status
+    real = [str(p) for p in sorted(REAL, key=lambda p: p.stat().st_size)[-2:]]
+    damaged = tmp_path / "damaged.jsonl.gz"
+    damaged.write_bytes(gzip.compress(b'{"type":"x"}\n' * 1000)[:-30])
+    locked = tmp_path / "locked.jsonl"
+    locked.write_bytes(b"{}\n")
+    locked.chmod(0)
+    names = [real[0], str(tmp_path / "missing.jsonl"), real[1], str(damaged), str(locked), real[0]]
+
+    def run(jobs: str) -> tuple[int, bytes, list[str]]:
+        res = child(tmp_path, "--jobs", jobs, "--progress", *names)
+        lines = [re.sub(r"[0-9.]+ MB/s.*", "", x) for x in res.stderr.decode().splitlines()]
+        return res.returncode, res.stdout, lines
+
+    one = run("1")
+    assert one[0] == 1 and len(one[2]) == len(names) + 2 + (0 if _readable(locked) else 1)
+    assert any("missing.jsonl: No such file or directory" in x for x in one[2])
+    assert any("damaged.jsonl.gz" in x and "damaged gzip data" in x for x in one[2])
+    assert run("2") == one and run("3") == one
+
+
+def _readable(p: Path) -> bool:
+    try:
+        p.read_bytes()
+        return True
+    except OSError:
+        return False
+
+
+def test_ctrl_c_leaves_no_output_file(tmp_path: Path) -> None:
+    # Ctrl-C in the middle of a run to -o OUT: exit status 130, neither OUT nor its temporary
+    # file left (as with one job), the workers stopped (the process exits)
+    import signal
+    import time
+
+    big = max(REAL, key=lambda p: p.stat().st_size).read_bytes()
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(4):
+        (data / f"{i}.jsonl").write_bytes(big * max(1, (40 << 20) // len(big)))
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    for jobs in ("1", "2"):
+        out = outdir / "out.jsonl"
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "checkfu_fast",
+                "normalize",
+                "--jobs",
+                jobs,
+                "-o",
+                str(out),
+                str(data),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 60
+        while not any(x.stat().st_size for x in outdir.iterdir()):  # writing has begun
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(60) == 130, jobs
+        assert p.stderr is not None and p.stderr.read() == b""
+        assert list(outdir.iterdir()) == [], jobs
+
+
+def test_write_errors_as_one_job(tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    names = [str(p) for p in sorted(REAL, key=lambda p: p.stat().st_size)[-2:]]
+    runs = {}
+    for j in JOBS:
+        with open("/dev/full", "wb") as full:
+            res = subprocess.run([sys.executable, "-c", CHILD, "normalize", "--jobs", j, *names],
+                                 stdout=full, stderr=subprocess.PIPE, check=False)  # fmt: skip
+        runs[j] = (res.returncode, res.stderr)
+    assert runs["1"] == (1, b"checkfu-fast: standard output: No space left on device\n")
+    assert runs["2"] == runs["1"] and runs["3"] == runs["1"]
+
+
+def test_the_command_turns_huge_pages_off(tmp_path: Path) -> None:
+    # `checkfu-fast normalize` (the entry point, with sys.argv) sets no transparent huge pages
+    # for the process (cli._no_huge_pages); a call of cli.main with a list does not
+    status = Path("/proc/self/status")
+    if "THP_enabled" not in (status.read_text() if status.exists() else ""):
+        pytest.skip("no THP_enabled in /proc/self/status")
+    empty = tmp_path / "e.jsonl"
+    empty.write_bytes(b"")
+    code = (
+        "import sys\nfrom checkfu_fast import _launch, cli\n"
+        "sys.argv = ['checkfu-fast', *sys.argv[1:]]\nassert _launch.main() == 0\n"
+        "print([x for x in open('/proc/self/status') if x.startswith('THP_enabled')][0])\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, "normalize", str(empty)],
+                         capture_output=True, check=True)  # fmt: skip
+    assert res.stdout.split() == [b"THP_enabled:", b"0"]
+    code = code.replace("_launch.main()", "cli.main(sys.argv[1:])")
+    res = subprocess.run([sys.executable, "-c", code, "normalize", str(empty)],
+                         capture_output=True, check=True)  # fmt: skip
+    assert (
+        res.stdout.split()[-1] != b"0"
+        or "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    )

@@ -29,4 +29,6 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     from .cli import main as cli_main
 
-    return cli_main(args)
+    # None when this process is the command (cli.main then takes sys.argv and may set
+    # process-wide options, e.g. normalize's no transparent huge pages)
+    return cli_main(None if argv is None else args)

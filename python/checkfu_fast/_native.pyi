@@ -24,6 +24,7 @@ __all__ = [
     "_fingerprints",
     "_json_indent2",
     "_normalize_files_arrow",
+    "_normalize_ordered",
     "_normalize_range",
     "_normalize_range_arrow",
     "_rebase_jsonl",
@@ -186,6 +187,25 @@ def _rebase_jsonl(data: bytes, base: int) -> tuple[bytes, int]:
 def _write_jsonl(data: bytes, base: int | None, path: str | None = None) -> int:
     """Private: a range's JSONL with ``seq`` numbered from ``base`` (None: as it is) written
     to standard output (``path`` None) or appended to ``path``; its number of lines."""
+
+def _normalize_ordered(
+    files: list[str],
+    dialect: str | Mapping,
+    max_line_bytes: int,
+    max_depth: int,
+    max_nodes: int,
+    fields: _Fields,
+    tag_source: bool,
+    jobs: int,
+    range_bytes: int,
+    window: int,
+    path: str | None,
+    report: Callable[[int, int | None, tuple[int | None, str] | None], object],
+) -> int | None:
+    """Private (``normalize --jobs``): ``files`` normalized on ``jobs`` threads, written in
+    input order to standard output (``path`` None) or appended to ``path`` (rust/ordered.rs);
+    ``report(read, index, error)`` on this thread; None, or the index of the first file left
+    to the caller (compressed, not a regular file)."""
 
 def validate_journal(
     data: bytes,

@@ -277,13 +277,94 @@ def _parallel(
     progress: Progress,
     path: str | None = None,
 ) -> int:
-    """``--jobs N``: files, and ranges of every large file (:func:`_ranges`), normalized N at
-    a time on worker threads (the core releases the GIL), each read in 512 KiB chunks whose
-    JSONL waits in a window of :data:`WINDOW_BYTES` (``ordered``) and is written in input
-    order: the same bytes as one at a time, memory bounded by the window, not by the files'
-    sizes or N. A range's ``seq`` is numbered on from the ranges before it as it is written
-    by the core (``_write_jsonl``: to descriptor 1, or appended to ``path``, the file ``out``
-    writes in append mode; the lines not copied), or else renumbered (``_rebase_jsonl``)."""
+    """``--jobs N``: files, and ranges of every large file, normalized N at a time and
+    written in input order, the same bytes as one at a time, memory bounded by a window of
+    :data:`WINDOW_BYTES`, not by the files' sizes or N. To descriptor 1, or appended to
+    ``path`` (the file ``out`` writes in append mode), the whole run is the core's
+    (``_normalize_ordered``, rust/ordered.rs: the GIL released, no output byte handed to
+    Python), but for the files it leaves to Python (compressed, not regular files), which
+    :func:`_parallel_units` does in their place; any other ``out`` gets them all from it."""
+    if path is None and _fd_1(out):
+        direct: str | None = ""  # standard output
+        name = "standard output"
+    else:
+        direct, name = path, args.output
+    if direct is None:
+        return _parallel_units(args, files, out, many, progress)
+    from . import _fields, _native, _native_dialect
+
+    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
+    native = _native_dialect(args.dialect)
+    fields = _fields(args.fields)
+    status = 0
+    base = 0  # the index in ``files`` of the core's first file
+
+    def report(read: int, index: int | None, error: tuple[int | None, str] | None) -> None:
+        """The core's progress: bytes read, and each file done in order (or failed)."""
+        nonlocal status
+        progress.read(read)
+        if index is None:
+            return
+        done = files[base + index]
+        if error is not None:
+            progress.clear()
+            errno, message = error
+            exc = OSError(errno, os.strerror(errno)) if errno else OSError(message)
+            status = _unreadable(done, exc)
+        progress.file_done(done)
+
+    while base < len(files):
+        out.flush()
+        try:
+            left = _native._normalize_ordered(files[base:], native, *budgets, fields, many,
+                                              args.jobs, range_bytes(args.jobs), WINDOW_BYTES,
+                                              direct or None, report)  # fmt: skip
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # the message of a failed write from Python (no "(os error N)")
+            err = OSError(exc.errno, os.strerror(exc.errno)) if exc.errno else exc
+            raise _OutputFailed(name, err) from None
+        if left is None:
+            break
+        # the files left to Python, up to the next one for the core
+        first = end = base + left
+        end += 1
+        while end < len(files) and not _in_core(files[end]):
+            end += 1
+        part = files[first:end]
+        status = max(status, _parallel_units(args, part, out, many, progress, path))
+        base = end
+    return status
+
+
+def _in_core(name: str) -> bool:
+    """Does ``_normalize_ordered`` take this file (a regular file, not compressed; or one it
+    cannot open: it reports the error in its place)?"""
+    from .inputs import compression
+
+    try:
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            return False
+        with open(name, "rb") as f:
+            return compression(f.read(4)) is None
+    except OSError:
+        return True
+
+
+def _parallel_units(
+    args: argparse.Namespace,
+    files: list[str],
+    out: BinaryIO,
+    many: bool,
+    progress: Progress,
+    path: str | None = None,
+) -> int:
+    """``--jobs N`` in Python's hands: files, and ranges of every large file
+    (:func:`_ranges`), normalized N at a time on worker threads (the core releases the GIL),
+    each read in 512 KiB chunks whose JSONL waits in a window of :data:`WINDOW_BYTES`
+    (``ordered``) and is written in input order. A range's ``seq`` is numbered on from the
+    ranges before it as it is written by the core (``_write_jsonl``: to descriptor 1, or
+    appended to ``path``; the lines not copied), or else renumbered (``_rebase_jsonl``)."""
     from . import _fields, _native
     from .ordered import ordered
 

@@ -3,6 +3,7 @@
 
 mod arrow;
 mod convert;
+mod jobs;
 mod journal;
 mod json;
 mod usage;
@@ -869,6 +870,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_normalize_range, m)?)?;
     m.add_function(wrap_pyfunction!(_rebase_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(_write_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(jobs::_normalize_ordered, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_normalize_range_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::normalize_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::_normalize_files_arrow, m)?)?;
