@@ -8,7 +8,7 @@ use crate::event::Num;
 use crate::usage_merge::{Acc, ENDINGS};
 
 /// `usage._PARTS`' keys, in `Acc::parts`' order.
-const PARTS: [&str; 3] = ["reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens"];
+pub const PARTS: [&str; 3] = ["reasoningTokens", "cacheWriteTokens", "cacheWrite1hTokens"];
 
 /// Python's `repr(float)` of a finite float: the shortest digits that read back to it, in
 /// fixed notation for decimal exponents -5 < e < 16, else `d.ddde+XX` (`float_repr_style`
@@ -122,6 +122,43 @@ fn number(n: Num, out: &mut String) {
     }
 }
 
+/// A total's `costUsd`, `source` and `estimatedUsd` as `usage._Acc.as_dict` makes them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Costs {
+    pub cost: Option<Num>,
+    pub source: &'static str,
+    pub estimated: Option<f64>,
+}
+
+/// [`Costs`] of `acc`, `reported` the CLIs' costs' sum (`acc.estimated`: pico-USD).
+pub fn costs(acc: &Acc, reported: Num) -> Costs {
+    let priced = acc.n_reported + acc.n_estimated;
+    let counted = acc.readings.saturating_sub(acc.n_free);
+    let source = if priced == 0 {
+        "absent"
+    } else if acc.n_reported == counted {
+        "reported"
+    } else if acc.n_estimated == counted {
+        "estimated"
+    } else {
+        "mixed"
+    };
+    // Python: `est = estimated / 1e12` (the int made the nearest float, then divided)
+    let est = acc.estimated as f64 / 1e12;
+    let cost = if priced == 0 {
+        None
+    } else if acc.estimated != 0 {
+        Some(reported.plus(Num::Float(est)))
+    } else {
+        Some(reported)
+    };
+    Costs {
+        cost,
+        source,
+        estimated: (priced != 0).then_some(est),
+    }
+}
+
 /// One key of an object at `level` (its first when `first`): `,` and the newline before it.
 fn key(k: &str, first: &mut bool, level: usize, out: &mut String) {
     if !*first {
@@ -170,34 +207,18 @@ pub fn write_total(
             out.push_str(&v.to_string());
         }
     }
-    let priced = acc.n_reported + acc.n_estimated;
-    let counted = acc.readings.saturating_sub(acc.n_free);
-    let source = if priced == 0 {
-        "absent"
-    } else if acc.n_reported == counted {
-        "reported"
-    } else if acc.n_estimated == counted {
-        "estimated"
-    } else {
-        "mixed"
-    };
-    // Python: `est = estimated / 1e12` (the int made the nearest float, then divided)
-    let est = acc.estimated as f64 / 1e12;
+    let c = costs(acc, reported);
     key("costUsd", &mut first, inner, out);
-    if priced == 0 {
-        out.push_str("null");
-    } else if acc.estimated != 0 {
-        number(reported.plus(Num::Float(est)), out);
-    } else {
-        number(reported, out);
+    match c.cost {
+        Some(n) => number(n, out),
+        None => out.push_str("null"),
     }
     key("source", &mut first, inner, out);
-    ascii_string(source, out);
+    ascii_string(c.source, out);
     key("estimatedUsd", &mut first, inner, out);
-    if priced == 0 {
-        out.push_str("null");
-    } else {
-        number(Num::Float(est), out);
+    match c.estimated {
+        Some(f) => number(Num::Float(f), out),
+        None => out.push_str("null"),
     }
     key("unpricedModels", &mut first, inner, out);
     if unpriced.is_empty() {

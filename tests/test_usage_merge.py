@@ -68,6 +68,9 @@ def _folds(paths: list[Path], **opts: Any) -> tuple[usage.CoreFold, usage.UsageF
 def _same(core: usage.CoreFold, py: usage.UsageFold, nows: list[float] = ()) -> None:  # type: ignore[assignment]
     assert core.totals(by_day=True) == py.totals(by_day=True)
     assert core.rows() == py.rows()
+    # the same types too (the dicts the core makes: an int cost stays an int, --csv writes it)
+    for a, b in ((core.totals(by_day=True), py.totals(by_day=True)), (core.rows(), py.rows())):
+        assert json.dumps(report_mod._finite(a)) == json.dumps(report_mod._finite(b))
     # report --json's lazy parts (usage.Lazy, written item by item): the same items
     lazy = core.totals(by_day=True, lazy=True)
     assert isinstance(lazy["bySession"], usage.Lazy)

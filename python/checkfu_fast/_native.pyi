@@ -287,8 +287,9 @@ class _UsageSessions:
     """Every session's total, by name, kept in the core (``_UsageMerge.group``)."""
 
     def __len__(self) -> int: ...
-    def tuples(self) -> list[tuple[str, tuple[Any, ...], list[int], str | None]]:
-        """``(name, acc, endings, dialect)`` each, by name."""
+    def dicts(self, rows: bool = False) -> list[Any]:
+        """The totals (``usage._Acc.as_dict``'s), by name: ``(name, total)`` each, with
+        endings and dialect (``bySession``), or with ``rows`` ``{"session": name, ...}``."""
     def write_json(self, write: Callable[[str], Any], rows: bool = False) -> None:
         """The JSON text of ``bySession`` (or with ``rows`` the rows by session) as
         ``report.write_json`` writes it, handed to ``write`` in pieces."""

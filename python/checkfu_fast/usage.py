@@ -1178,13 +1178,6 @@ class Lazy:
         return self.n
 
 
-def _session_entry(t: Sequence[Any]) -> dict[str, Any]:
-    """A ``bySession`` entry of the core's ``(name, acc, endings, dialect)``."""
-    d = _acc_of(t[1], t[2]).as_dict(endings=True)
-    d["dialect"] = t[3] if t[3] is not None else _UNKNOWN
-    return d
-
-
 class CoreFold:
     """:class:`UsageFold`'s :meth:`~UsageFold.merge`, :meth:`~UsageFold.totals`,
     :meth:`~UsageFold.rows` and :meth:`~UsageFold.active_block`, the same values, with the
@@ -1319,9 +1312,8 @@ class CoreFold:
         total = _acc_of(g["total"], g["endings"])
         models = {name: _acc_of(t) for name, t in g["models"]}
         # the sessions' totals stay in the core (a _UsageSessions, by name): report --json
-        # has the core write their text (Lazy.text), else they are made tuples and totals as
-        # they are written (Lazy): a tree's tens of thousands of sessions are never all
-        # _Acc objects and dicts at once
+        # has the core write their text (Lazy.text), the other outputs have it make their
+        # dicts (no _Acc object per session)
         sessions: Any = g["sessions"]
         days = {day: _acc_of(t) for day, t in g["days"]}
         groups = {tuple(key): _acc_of(t) for key, t in g["rows"]}
@@ -1333,43 +1325,41 @@ class CoreFold:
 
     def totals(self, *, by_day: bool = False, lazy: bool = False) -> dict[str, Any]:
         """As :meth:`UsageFold.totals` (:class:`Inexact` where the core's could differ); with
-        ``lazy``, ``bySession`` is a :class:`Lazy` of its pairs."""
+        ``lazy``, ``bySession`` is a :class:`Lazy` of its pairs (its text written by the
+        core)."""
         total, models, sessions, days = self._final()[:4]
-        if lazy:
-            out: dict[str, Any] = {
-                "total": total.as_dict(endings=True),
-                "byModel": {k: models[k].as_dict() for k in sorted(models)},
-                "bySession": Lazy(
-                    lambda: ((t[0], _session_entry(t)) for t in sessions.tuples()),
+        out: dict[str, Any] = {
+            "total": total.as_dict(endings=True),
+            "byModel": {k: models[k].as_dict() for k in sorted(models)},
+            "bySession": (
+                Lazy(
+                    lambda: iter(sessions.dicts()),
                     len(sessions),
                     pairs=True,
                     text=lambda write: sessions.write_json(write),
-                ),
-            }
-            if by_day:
-                out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
-            return out
-        tuples = sessions.tuples()
-        accs = {t[0]: _acc_of(t[1], t[2]) for t in tuples}
-        dialects = {t[0]: t[3] for t in tuples if t[3] is not None}
-        return _totals(total, models, accs, days, dialects, by_day)
+                )
+                if lazy
+                else dict(sessions.dicts())
+            ),
+        }
+        if by_day:  # "unknown" sorts after every digit, so last
+            out["byDay"] = {k: days[k].as_dict() for k in sorted(days)}
+        return out
 
     def rows(self, *, lazy: bool = False) -> list[dict[str, Any]] | Lazy:
         """As :meth:`UsageFold.rows`; with ``lazy`` and ``by`` session, a :class:`Lazy` of
-        them."""
+        them (their text written by the core)."""
         _, _, sessions, _, groups, ends, _, _ = self._final()
         if self.by == ("session",):
-
-            def made() -> Iterator[dict[str, Any]]:
-                for t in sessions.tuples():
-                    yield {"session": t[0], **_acc_of(t[1]).as_dict()}
-
             if not lazy:
-                return list(made())
-            text = lambda write: sessions.write_json(write, rows=True)  # noqa: E731
-            return Lazy(made, len(sessions), pairs=False, text=text)
-        accs = {t[0]: _acc_of(t[1], t[2]) for t in sessions.tuples()}
-        return _rows(self.by, accs, groups, ends)
+                return list(sessions.dicts(rows=True))
+            return Lazy(
+                lambda: iter(sessions.dicts(rows=True)),
+                len(sessions),
+                pairs=False,
+                text=lambda write: sessions.write_json(write, rows=True),
+            )
+        return _rows(self.by, {}, groups, ends)  # (the sessions' totals: by session only)
 
     def active_block(self, now: float) -> dict[str, Any] | None:
         """As :meth:`UsageFold.active_block` (with ``active=True``)."""

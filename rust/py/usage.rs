@@ -4,10 +4,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use pyo3::IntoPyObjectExt;
+use pyo3::{intern, IntoPyObjectExt};
 
 use crate::event::Num;
-use crate::report_json::{ascii_string, write_total};
+use crate::report_json::{ascii_string, costs, write_total, PARTS};
 use crate::usage_merge::{Acc, Label, Merge, ModelPrice, Period, Price, ENDINGS};
 use std::sync::Mutex;
 
@@ -699,7 +699,7 @@ struct SessionTotal {
 const TEXT_CHUNK: usize = 1 << 18;
 
 /// `group`'s `sessions`: every session's total, sorted by name, kept in the core (no Python
-/// object per session until asked: [`UsageSessions::tuples`]); `report --json` has their
+/// object per session until asked: [`UsageSessions::dicts`]); `report --json` has their
 /// text written by [`UsageSessions::write_json`].
 #[pyclass(module = "checkfu_fast._native", name = "_UsageSessions", frozen)]
 pub(crate) struct UsageSessions {
@@ -727,24 +727,61 @@ impl UsageSessions {
     }
 }
 
+/// `t`'s total as `usage._Acc.as_dict` makes it: `"session": name` first with `session`,
+/// `endings` and `dialect` last with `ends`.
+fn total_dict<'py>(
+    py: Python<'py>,
+    t: &SessionTotal,
+    session: bool,
+    ends: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    if session {
+        d.set_item(intern!(py, "session"), t.name.as_str())?;
+    }
+    d.set_item(intern!(py, "inputTokens"), t.acc.input)?;
+    d.set_item(intern!(py, "outputTokens"), t.acc.output)?;
+    d.set_item(intern!(py, "cachedTokens"), t.acc.cached)?;
+    for (k, v) in PARTS.iter().zip(t.acc.parts) {
+        if let Some(v) = v {
+            d.set_item(*k, v)?;
+        }
+    }
+    let c = costs(&t.acc, t.reported);
+    d.set_item(intern!(py, "costUsd"), num(py, c.cost)?)?;
+    d.set_item(intern!(py, "source"), c.source)?;
+    d.set_item(intern!(py, "estimatedUsd"), c.estimated)?;
+    d.set_item(intern!(py, "unpricedModels"), &t.unpriced)?;
+    if ends {
+        let e = PyDict::new(py);
+        for (k, n) in ENDINGS.iter().zip(t.endings) {
+            e.set_item(*k, n)?;
+        }
+        d.set_item(intern!(py, "endings"), e)?;
+        let dialect = t.dialect.as_deref().unwrap_or("unknown");
+        d.set_item(intern!(py, "dialect"), dialect)?;
+    }
+    Ok(d)
+}
+
 #[pymethods]
 impl UsageSessions {
     fn __len__(&self) -> usize {
         self.items.len()
     }
 
-    /// `[(name, acc, endings, dialect)]`, by name (`group`'s acc tuples; dialect None where
-    /// the session has none).
-    fn tuples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    /// The totals as `usage._Acc.as_dict` makes them, by name: `[(name, total with endings
+    /// and dialect)]` (`bySession`'s items), or with `rows` `[{"session": name, **total}]`
+    /// (the rows by session).
+    #[pyo3(signature = (rows = false))]
+    fn dicts<'py>(&self, py: Python<'py>, rows: bool) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for t in &self.items {
-            let unpriced: Vec<&str> = t.unpriced.iter().map(String::as_str).collect();
-            out.append((
-                t.name.as_str(),
-                acc_tuple_of(py, &t.acc, t.reported, &unpriced)?,
-                t.endings.to_vec(),
-                t.dialect.as_deref(),
-            ))?;
+            if rows {
+                out.append(total_dict(py, t, true, false)?)?;
+            } else {
+                out.append((t.name.as_str(), total_dict(py, t, false, true)?))?;
+            }
         }
         Ok(out)
     }
