@@ -33,6 +33,7 @@ pub mod text;
 pub mod usage;
 pub mod usage_merge;
 pub mod value;
+pub mod walk;
 
 #[cfg(feature = "python")]
 mod py;

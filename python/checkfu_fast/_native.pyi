@@ -32,6 +32,7 @@ __all__ = [
     "_usage_fold_files",
     "_usage_fold_limits",
     "_usage_fold_resume",
+    "_walk",
     "_write_jsonl",
     "arrow_columns",
     "normalize",
@@ -293,6 +294,13 @@ class _UsageSessions:
     def write_json(self, write: Callable[[str], Any], rows: bool = False) -> None:
         """The JSON text of ``bySession`` (or with ``rows`` the rows by session) as
         ``report.write_json`` writes it, handed to ``write`` in pieces."""
+
+def _walk(
+    directory: str, suffixes: list[str] | None, stats: bool
+) -> list[tuple[str, tuple[int, int, int, int, int] | None, str | None]] | None:
+    """``paths.walk``'s rule in the core: ``(path, stamp or None, None)`` per file listed,
+    ``(path, None, kind)`` per entry skipped (not a regular file), in order; None where a name
+    is not UTF-8."""
 
 def _usage_fold_limits(
     files: list[tuple[str, str | None]],

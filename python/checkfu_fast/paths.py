@@ -100,11 +100,25 @@ def walk(
     directory: str,
     suffixes: tuple[str, ...] | None = SUFFIXES,
     stats: dict[str, Stamp] | None = None,
+    *,
+    native: bool = True,
 ) -> Iterator[str]:
     """The stream files under ``directory``, in the stable order of the module doc
     (``suffixes=None``: every file that is not hidden). ``stats``, when given, gets each
     listed file's :data:`Stamp` (``os.stat`` taken once: it also tells a regular file; a file
-    that cannot be examined has none)."""
+    that cannot be examined has none). The core walks (``_native._walk``, the same rule, the
+    GIL released) where it can, whole at once (``native=False``: here, as far as it is
+    iterated); a name that is not UTF-8 is walked here."""
+    found = _native_walk(directory, suffixes, stats is not None) if native else None
+    if found is not None:
+        for name, stamp, kind in found:
+            if kind is not None:  # not a regular file: named and skipped (as _regular)
+                warnings.warn(f"{name}: {kind}, not a regular file: skipped", SkippedFileWarning, 2)
+                continue
+            if stats is not None and stamp is not None:
+                stats[name] = stamp
+            yield name
+        return
     seen: set[tuple[int, int]] = set()
 
     def mark(st: os.stat_result) -> bool:
@@ -161,6 +175,20 @@ def walk(
                     todo.append((e.path, e.stat()))
 
 
+def _native_walk(
+    directory: str, suffixes: tuple[str, ...] | None, stats: bool
+) -> list[tuple[str, Stamp | None, str | None]] | None:
+    """The core's walk of ``directory`` (``_native._walk``), or None where it declines (a name
+    that is not UTF-8) or is absent."""
+    try:
+        from ._native import _walk
+    except ImportError:  # pragma: no cover - the package runs on the reference
+        return None
+    if not isinstance(directory, str):
+        return None
+    return _walk(directory, None if suffixes is None else list(suffixes), stats)
+
+
 def _name(e: os.DirEntry[str]) -> str:
     return e.name
 
@@ -187,5 +215,7 @@ def empty_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     return [
         os.fspath(p)
         for p in paths
-        if os.fspath(p) != "-" and os.path.isdir(p) and next(walk(os.fspath(p)), None) is None
+        if os.fspath(p) != "-"
+        and os.path.isdir(p)
+        and next(walk(os.fspath(p), native=False), None) is None  # up to the first file
     ]

@@ -7,6 +7,7 @@ mod jobs;
 mod journal;
 mod json;
 mod usage;
+mod walk;
 
 use pyo3::exceptions::{PyMemoryError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
@@ -887,6 +888,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usage::_usage_fold_resume, m)?)?;
     m.add_function(wrap_pyfunction!(usage::_usage_fold_limits, m)?)?;
     m.add_function(wrap_pyfunction!(json::_json_indent2, m)?)?;
+    m.add_function(wrap_pyfunction!(walk::_walk, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;
