@@ -370,6 +370,18 @@ impl Col {
         }
     }
 
+    /// The cells so far.
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Col::Str(b) => b.b.len(),
+            Col::U64(b) => b.values.len(),
+            Col::I64(b) | Col::Time(b) => b.values.len(),
+            Col::F64(b) => b.values.len(),
+            Col::Bool(values, _) => values.len,
+        }
+    }
+
     /// Bytes of text so far (0 for a column that is not text).
     fn text_len(&self) -> usize {
         match self {
@@ -456,29 +468,35 @@ impl Col {
     }
 }
 
-/// A column: its builder, and the absent cells not appended yet (most columns are absent on
-/// most rows: a run of them is appended at once, when a value comes or the batch is cut).
+/// A column: its builder and the rows it holds. A row the column has no value for is not
+/// written when the walk passes it (most columns are absent on most rows): the run of absent
+/// cells before a value is appended at once when the value comes, or when the batch is cut.
 struct Column {
     b: Col,
     nullable: bool,
-    pending: usize,
     /// the text bytes the builder was last given room for ([`ArrowSink::regrow`])
     room_bytes: usize,
 }
 
 impl Column {
-    /// The builder, the pending absent cells appended first.
+    /// The builder, to append row `row`'s cell (the one cell of this column the row has),
+    /// the absent cells before it appended first.
     #[inline]
-    fn get(&mut self) -> Result<&mut Col, OutOfMemory> {
-        if self.pending > 0 {
-            self.b.absent(self.nullable, self.pending)?;
-            self.pending = 0;
+    fn at(&mut self, row: usize) -> Result<&mut Col, OutOfMemory> {
+        let len = self.b.len();
+        if len < row {
+            self.b.absent(self.nullable, row - len)?;
         }
         Ok(&mut self.b)
     }
 
-    fn finish(&mut self) -> Result<ArrayRef, Failure> {
-        self.get()?.finish()
+    /// The column of a batch of `rows` rows (the absent cells after its last value appended).
+    fn finish(&mut self, rows: usize) -> Result<ArrayRef, Failure> {
+        let len = self.b.len();
+        if len < rows {
+            self.b.absent(self.nullable, rows - len)?;
+        }
+        self.b.finish()
     }
 }
 
@@ -517,15 +535,6 @@ fn field_columns(f: &Field, parent: Option<&str>, out: &mut Vec<arrow_schema::Fi
         }
         Ty::Json | Ty::List(_) | Ty::Parsed => col(c, S, true),
         Ty::Obj(sub) => sub.iter().for_each(|s| field_columns(s, Some(&c), out)),
-    }
-}
-
-/// How many columns a field has.
-fn width(ty: Ty) -> usize {
-    match ty {
-        Ty::Int | Ty::Float | Ty::Time | Ty::OptStr => 2,
-        Ty::Obj(sub) => sub.iter().map(|s| width(s.ty)).sum(),
-        _ => 1,
     }
 }
 
@@ -668,6 +677,8 @@ pub fn timestamp_micros(s: &str) -> Option<i64> {
 /// The Arrow [`Sink`]: finished batches in `batches`.
 pub struct ArrowSink {
     cols: Vec<Column>,
+    /// the first column of each field of [`FIELDS`] (`usize::MAX`: not selected)
+    top: Vec<usize>,
     schema: SchemaRef,
     sel: Sel,
     rows: usize,
@@ -683,9 +694,11 @@ pub struct ArrowSink {
     /// the input seen (since the last cut) at which the columns' room is next looked at
     /// ([`ArrowSink::regrow`])
     look_at: usize,
-    /// the `raw` and `parsed` columns, when selected
-    raw_col: Option<usize>,
+    /// the `parsed` column, when selected
     parsed_col: Option<usize>,
+    /// the columns sized for the input ahead ([`ArrowSink::presize`]): `raw` and `parsed`,
+    /// or without them (a lean batch) `text` and `tool_result`
+    big: [Option<usize>; 2],
     /// Once set (by another thread), [`crate::sink::feed`] stops at its next window of input
     /// with [`Failure::Cancelled`]: a long feed (a 16 MiB chunk of junk lines is millions of
     /// rows) is given up within about 64 KiB of input.
@@ -717,16 +730,32 @@ impl ArrowSink {
             .map(|f| Column {
                 b: Col::new(f.data_type()),
                 nullable: f.is_nullable(),
-                pending: 0,
                 room_bytes: DEFAULT_ROOM,
             })
             .collect();
+        // the first column of each selected field
+        let mut top = vec![usize::MAX; FIELDS.len()];
+        let mut k = 0;
+        for (i, f) in FIELDS.iter().enumerate() {
+            if sel.has(i) {
+                if let Some(t) = top.get_mut(i) {
+                    *t = k;
+                }
+                k += f.ty.columns();
+            }
+        }
         let find = |name: &str| schema.fields().iter().position(|f| f.name() == name);
         let (raw_col, parsed_col) = (find("raw"), find("parsed"));
+        let big = if raw_col.is_some() || parsed_col.is_some() {
+            [raw_col, parsed_col]
+        } else {
+            [find("text"), find("tool_result")]
+        };
         ArrowSink {
             cols,
+            top,
             sel,
-            raw_col,
+            big,
             parsed_col,
             schema,
             rows: 0,
@@ -748,9 +777,10 @@ impl ArrowSink {
 
     /// About `input` bytes are coming: size the `raw` and `parsed` columns for them now (each
     /// holds about the input, more when lines have several events; growing them instead copies
-    /// the column at every doubling; capacity never written is never touched), and the other
-    /// text columns once a share of the input says how much each holds
-    /// ([`ArrowSink::regrow`]).
+    /// the column at every doubling; capacity never written is never touched), or in a lean
+    /// batch `text` and `tool_result` (at most about the input, and most of it in a stream of
+    /// long texts and tool results), and the other text columns once a share of the input
+    /// says how much each holds ([`ArrowSink::regrow`]).
     pub fn expect(&mut self, input: usize) {
         self.expected = input;
         self.look_at = Self::first_look(input);
@@ -773,7 +803,7 @@ impl ArrowSink {
         // room never written is never touched
         let rows = (bytes / 64).min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
-            for i in [self.raw_col, self.parsed_col].into_iter().flatten() {
+            for i in self.big.into_iter().flatten() {
                 if let Some(c) = self.cols.get_mut(i) {
                     // a guess: when it does not fit, the column grows as it goes
                     if let Ok(b) = Strs::with_capacity(rows, bytes) {
@@ -825,7 +855,7 @@ impl ArrowSink {
         let mut arrays: Vec<ArrayRef> = Vec::new();
         OutOfMemory::reserve(&mut arrays, self.cols.len())?;
         for c in &mut self.cols {
-            arrays.push(c.finish()?);
+            arrays.push(c.finish(self.rows)?);
         }
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
         OutOfMemory::reserve(&mut self.batches, 1)?;
@@ -836,7 +866,7 @@ impl ArrowSink {
         let rows = project(self.rows, input, self.seen).min(self.batch_rows);
         for (c, text) in self.cols.iter_mut().zip(texts) {
             let bytes = project(text, input, self.seen);
-            if input > 0 && bytes > 0 {
+            if input > 0 {
                 c.b.make_room(rows, bytes);
             }
             c.room_bytes = bytes;
@@ -856,44 +886,61 @@ impl ArrowSink {
     }
 }
 
-/// The Arrow [`Writer`]: one row, the selected fields' columns in order from `k`.
+/// The Arrow [`Writer`]: the cells of one row (`row`) of the fields the event has; a field's
+/// columns are found from the table ([`Field::at`]), the columns of a field it has not left
+/// alone ([`Column::at`]).
 struct RowWriter<'w, 'r> {
     cols: &'w mut [Column],
-    k: usize,
+    /// the first column of each top-level field ([`ArrowSink::top`])
+    top: &'w [usize],
+    /// inside an object: its first column
+    base: Option<usize>,
+    row: usize,
     json: &'w mut Vec<u8>,
     rec: &'w LineEvents<'r>,
     parsed: Option<&'w str>,
 }
 
 impl RowWriter<'_, '_> {
-    fn col(&mut self) -> Result<Option<&mut Col>, OutOfMemory> {
-        let k = self.k;
-        self.k += 1;
-        self.cols.get_mut(k).map(Column::get).transpose()
+    /// The first column of field `f`.
+    #[inline]
+    fn first(&self, f: &Field) -> usize {
+        match self.base {
+            Some(b) => b + f.at,
+            None => self.top.get(f.idx).copied().unwrap_or(usize::MAX),
+        }
     }
 
-    /// A string cell of the next column.
-    fn str(&mut self, s: Option<&str>) -> Result<(), OutOfMemory> {
-        match self.col()? {
-            Some(c) => c.str(s),
+    /// Column `k`, to append this row's cell.
+    #[inline]
+    fn col(&mut self, k: usize) -> Result<Option<&mut Col>, OutOfMemory> {
+        let row = self.row;
+        self.cols.get_mut(k).map(|c| c.at(row)).transpose()
+    }
+
+    /// A string cell of column `k`.
+    #[inline]
+    fn str(&mut self, k: usize, s: &str) -> Result<(), OutOfMemory> {
+        match self.col(k)? {
+            Some(c) => c.str(Some(s)),
             None => Ok(()),
         }
     }
 
-    /// A JSON text cell from `write` (into the scratch buffer).
-    fn json_cell(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), OutOfMemory> {
+    /// A JSON text cell of column `k` from `write` (into the scratch buffer).
+    fn json_cell(&mut self, k: usize, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), OutOfMemory> {
         self.json.clear();
         write(self.json);
-        let k = self.k;
-        self.k += 1;
+        let row = self.row;
         match self.cols.get_mut(k) {
-            Some(c) => c.get()?.str(utf8(self.json)),
+            Some(c) => c.at(row)?.str(utf8(self.json)),
             None => Ok(()),
         }
     }
 
-    /// A count or float: the typed cell and, when it is not the exact value, the JSON text.
-    fn number(&mut self, v: Val<'_>, float: bool) -> Result<(), OutOfMemory> {
+    /// A count or float from column `k`: the typed cell and, when it is not the exact value,
+    /// the JSON text in the next column.
+    fn number(&mut self, k: usize, v: Val<'_>, float: bool) -> Result<(), OutOfMemory> {
         let n = match v {
             Val::Num(n) => Some(n),
             Val::Json(v) => value_num(v),
@@ -904,28 +951,30 @@ impl RowWriter<'_, '_> {
             (Some(n), false) => count_cell(n).1,
             _ => false,
         };
-        match (self.col()?, n) {
-            (Some(Col::I64(b)), Some(n)) => b.push(count_cell(n).0)?,
-            (Some(Col::F64(b)), Some(Num::Float(f))) => b.push(Some(f))?,
-            (Some(Col::F64(b)), Some(Num::Int(i))) => b.push(Some(i as f64))?,
-            (Some(c), _) => c.absent(true, 1)?,
+        match (n, float) {
+            (Some(n), false) => {
+                if let Some(i) = count_cell(n).0 {
+                    if let Some(Col::I64(b)) = self.col(k)? {
+                        b.push(Some(i))?;
+                    }
+                }
+            }
+            (Some(n), true) => {
+                let f = match n {
+                    Num::Float(f) => f,
+                    Num::Int(i) => i as f64,
+                };
+                if let Some(Col::F64(b)) = self.col(k)? {
+                    b.push(Some(f))?;
+                }
+            }
             (None, _) => {}
         }
         match v {
-            _ if exact => self.str(None),
-            Val::Num(n) => self.json_cell(|o| write_num(o, n)),
-            Val::Json(v) => self.json_cell(|o| write_value(o, v)),
-            _ => self.str(None),
-        }
-    }
-
-    fn absent(&mut self, ty: Ty) {
-        for _ in 0..width(ty) {
-            let k = self.k;
-            self.k += 1;
-            if let Some(c) = self.cols.get_mut(k) {
-                c.pending += 1;
-            }
+            _ if exact => Ok(()),
+            Val::Num(n) => self.json_cell(k + 1, |o| write_num(o, n)),
+            Val::Json(v) => self.json_cell(k + 1, |o| write_value(o, v)),
+            _ => Ok(()),
         }
     }
 }
@@ -933,40 +982,44 @@ impl RowWriter<'_, '_> {
 impl Writer for RowWriter<'_, '_> {
     type Error = OutOfMemory;
 
-    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), OutOfMemory> {
-        let Some(v) = v else {
-            self.absent(f.ty);
-            return Ok(());
-        };
+    fn put(&mut self, f: &'static Field, v: Val<'_>) -> Result<(), OutOfMemory> {
+        let k = self.first(f);
         match (f.ty, v) {
-            (Ty::Int, v) => self.number(v, false),
-            (Ty::Float, v) => self.number(v, true),
+            (Ty::Int, v) => self.number(k, v, false),
+            (Ty::Float, v) => self.number(k, v, true),
             (Ty::Time, Val::Str(s)) => {
-                if let Some(Col::Time(b)) = self.col()? {
-                    b.push(timestamp_micros(s))?;
+                if let Some(t) = timestamp_micros(s) {
+                    if let Some(Col::Time(b)) = self.col(k)? {
+                        b.push(Some(t))?;
+                    }
                 }
-                self.str(Some(s))
+                self.str(k + 1, s)
             }
             (Ty::OptStr, v) => {
-                if let Some(c) = self.col()? {
+                if let Some(c) = self.col(k)? {
                     c.bool(true)?;
                 }
-                self.str(match v {
-                    Val::Str(s) => Some(s),
-                    _ => None,
-                })
+                match v {
+                    Val::Str(s) => self.str(k + 1, s),
+                    _ => Ok(()),
+                }
             }
-            (_, Val::Obj(o)) => o.walk(self),
+            (_, Val::Obj(o)) => {
+                let outer = self.base.replace(k);
+                let walked = o.walk(self);
+                self.base = outer;
+                walked
+            }
             (_, Val::Args(v)) => match self.rec.value_json(v) {
-                Some(copied) => self.str(Some(copied)),
-                None => self.json_cell(|o| write_value(o, v)),
+                Some(copied) => self.str(k, copied),
+                None => self.json_cell(k, |o| write_value(o, v)),
             },
-            (_, Val::Json(v)) => self.json_cell(|o| write_value(o, v)),
+            (_, Val::Json(v)) => self.json_cell(k, |o| write_value(o, v)),
             (_, Val::SameAsText(t)) => match self.rec.string_json(t) {
-                Some(copied) => self.str(Some(copied)),
-                None => self.json_cell(|o| write_str(o, t)),
+                Some(copied) => self.str(k, copied),
+                None => self.json_cell(k, |o| write_str(o, t)),
             },
-            (_, Val::List(list)) => self.json_cell(|o| {
+            (_, Val::List(list)) => self.json_cell(k, |o| {
                 o.push(b'[');
                 for (i, obj) in list.objs().enumerate() {
                     if i > 0 {
@@ -976,24 +1029,21 @@ impl Writer for RowWriter<'_, '_> {
                 }
                 o.push(b']');
             }),
-            (_, Val::Parsed) => {
-                let parsed = self.parsed;
-                self.str(parsed)
-            }
-            (_, Val::Null) => {
-                self.absent(f.ty);
-                Ok(())
-            }
-            (_, Val::Str(s) | Val::Text(s) | Val::Raw(s)) => self.str(Some(s)),
-            (_, Val::UInt(n)) => match self.col()? {
+            (_, Val::Parsed) => match self.parsed {
+                Some(parsed) => self.str(k, parsed),
+                None => Ok(()),
+            },
+            (_, Val::Null) => Ok(()),
+            (_, Val::Str(s) | Val::Text(s) | Val::Raw(s)) => self.str(k, s),
+            (_, Val::UInt(n)) => match self.col(k)? {
                 Some(Col::U64(b)) => b.push(Some(n)),
                 _ => Ok(()),
             },
-            (_, Val::Bool(x)) => match self.col()? {
+            (_, Val::Bool(x)) => match self.col(k)? {
                 Some(c) => c.bool(x),
                 None => Ok(()),
             },
-            (_, Val::Num(n)) => self.json_cell(|o| write_num(o, n)),
+            (_, Val::Num(n)) => self.json_cell(k, |o| write_num(o, n)),
         }
     }
 }
@@ -1037,7 +1087,9 @@ impl Sink for ArrowSink {
             }
             let mut w = RowWriter {
                 cols: &mut self.cols,
-                k: 0,
+                top: &self.top,
+                base: None,
+                row: self.rows,
                 json: &mut self.json,
                 rec,
                 parsed: text,
@@ -1189,6 +1241,51 @@ mod tests {
         s.push(Some("b"))?;
         assert!(s.finish().nulls().is_none());
         Ok(())
+    }
+
+    /// A field's columns are where the table says ([`Field::at`], [`Ty::columns`]): in the
+    /// schema of every field, and (top-level fields) in a projection's, from `ArrowSink::top`.
+    #[test]
+    fn columns_follow_the_table() {
+        let all = schema();
+        let mut k = 0;
+        for f in &FIELDS {
+            let mut cols = Vec::new();
+            field_columns(f, None, &mut cols);
+            assert_eq!(cols.len(), f.ty.columns(), "{}", f.name);
+            assert_eq!(f.at, k, "{}", f.name);
+            if let Ty::Obj(sub) = f.ty {
+                let mut at = 0;
+                for (i, s) in sub.iter().enumerate() {
+                    assert_eq!((s.idx, s.at), (i, at), "{}.{}", f.name, s.name);
+                    at += s.ty.columns();
+                }
+            }
+            for c in &cols {
+                assert_eq!(all.field(k).name(), c.name());
+                k += 1;
+            }
+        }
+        assert_eq!(k, all.fields().len());
+        for sel in [
+            Sel::lean(),
+            Sel::names(["tool", "usage", "timestamp"]).unwrap_or(Sel::ALL),
+        ] {
+            let sink = ArrowSink::new(8, sel);
+            let schema = sink.schema();
+            for (i, f) in FIELDS.iter().enumerate() {
+                let at = sink.top.get(i).copied().unwrap_or(usize::MAX);
+                if !sel.has(i) {
+                    assert_eq!(at, usize::MAX);
+                    continue;
+                }
+                let mut cols = Vec::new();
+                field_columns(f, None, &mut cols);
+                for (j, c) in cols.iter().enumerate() {
+                    assert_eq!(schema.field(at + j).name(), c.name());
+                }
+            }
+        }
     }
 
     /// Room made for a batch keeps the cells so far.

@@ -51,6 +51,11 @@ pub enum Ty {
 pub struct Field {
     pub name: &'static str,
     pub ty: Ty,
+    /// Its row in its table.
+    pub idx: usize,
+    /// Its first Arrow column among its table's columns (every row of the table present: the
+    /// sum of the [`Ty::columns`] of the rows before it).
+    pub at: usize,
     #[cfg(feature = "python")]
     pub key: pyo3::sync::Interned,
 }
@@ -87,6 +92,28 @@ fn snake(name: &str) -> String {
         }
     }
     s
+}
+
+impl Ty {
+    /// How many Arrow columns a field of this type has (docs/arrow.md): a count, a float and a
+    /// timestamp have their text beside them, an optional string its `has_` flag, an object
+    /// the columns of its fields.
+    pub const fn columns(self) -> usize {
+        match self {
+            Ty::Int | Ty::Float | Ty::Time | Ty::OptStr => 2,
+            Ty::Obj(sub) => {
+                let (mut i, mut n) = (0, 0);
+                while i < sub.len() {
+                    #[allow(clippy::indexing_slicing)]
+                    let f = &sub[i];
+                    n += f.ty.columns();
+                    i += 1;
+                }
+                n
+            }
+            _ => 1,
+        }
+    }
 }
 
 /// A field's value on one event.
@@ -164,12 +191,13 @@ impl Obj<'_> {
     }
 }
 
-/// An output format: takes each selected field of an event, in order.
+/// An output format: takes each selected field of an event that the event has, in order (a
+/// field the event has no key for is not given).
 pub trait Writer {
     type Error;
 
-    /// Field `f` of the event: `Some` value, or `None` when the event has no such key.
-    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), Self::Error>;
+    /// Field `f` of the event and its value.
+    fn put(&mut self, f: &'static Field, v: Val<'_>) -> Result<(), Self::Error>;
 }
 
 /// A projection: the top-level fields (bit `i`: row `i` of [`FIELDS`]) a caller asked for.
@@ -248,12 +276,26 @@ macro_rules! fields {
     ($(#[$doc:meta])* $table:ident, $walk:ident, $lt:lifetime, $ctx:ty;
      $($name:literal : $ty:expr => |$c:ident| $get:expr;)*) => {
         $(#[$doc])*
-        pub static $table: [Field; [$($name),*].len()] = [$(Field {
-            name: $name,
-            ty: $ty,
-            #[cfg(feature = "python")]
-            key: pyo3::sync::Interned::new($name),
-        },)*];
+        #[allow(clippy::indexing_slicing)]
+        pub static $table: [Field; [$($name),*].len()] = {
+            let mut t = [$(Field {
+                name: $name,
+                ty: $ty,
+                idx: 0,
+                at: 0,
+                #[cfg(feature = "python")]
+                key: pyo3::sync::Interned::new($name),
+            },)*];
+            // (indexing in a const block: an out-of-range index is a compile error)
+            let (mut i, mut at) = (0, 0);
+            while i < t.len() {
+                t[i].idx = i;
+                t[i].at = at;
+                at += t[i].ty.columns();
+                i += 1;
+            }
+            t
+        };
 
         /// The walk of this table's fields over one value, in order (selected rows only).
         #[inline(always)]
@@ -266,7 +308,9 @@ macro_rules! fields {
                 if let Some(f) = f.filter(|_| sel.has(i)) {
                     #[allow(clippy::redundant_closure_call)]
                     let v = (|$c: $ctx| -> Option<Val<$lt>> { $get })(ctx);
-                    w.put(f, v)?;
+                    if let Some(v) = v {
+                        w.put(f, v)?;
+                    }
                 }
                 i += 1;
             )*

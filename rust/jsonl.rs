@@ -264,10 +264,7 @@ impl Writer for JsonWriter<'_, '_> {
     type Error = std::convert::Infallible;
 
     #[inline]
-    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> Result<(), Self::Error> {
-        let Some(v) = v else {
-            return Ok(());
-        };
+    fn put(&mut self, f: &'static Field, v: Val<'_>) -> Result<(), Self::Error> {
         self.key(f.name);
         match v {
             Val::Str(s) => write_str(self.out, s),

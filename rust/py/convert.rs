@@ -258,10 +258,7 @@ impl Writer for DictWriter<'_, '_> {
     type Error = PyErr;
 
     #[inline]
-    fn put(&mut self, f: &'static Field, v: Option<Val<'_>>) -> PyResult<()> {
-        let Some(v) = v else {
-            return Ok(());
-        };
+    fn put(&mut self, f: &'static Field, v: Val<'_>) -> PyResult<()> {
         let py = self.py;
         let key = f.key.get(py);
         match v {
