@@ -200,7 +200,6 @@ struct JsonWriter<'o, 'p> {
     /// a projection: trees (`Ty::Json`, `parsed`) as the JSON text of their value, so each key
     /// keeps one JSON type across a file
     projected: bool,
-    scratch: &'p mut Vec<u8>,
     /// the line, whose values' JSON text a canonical line holds ([`LineEvents::value_json`])
     rec: Option<&'p LineEvents<'p>>,
 }
@@ -240,6 +239,10 @@ impl JsonWriter<'_, '_> {
     /// A value of the line ([`Val::Args`]): its JSON text copied (from the `parsed` JSON
     /// written for the line, or from a canonical line itself), else written.
     fn line_value(&mut self, v: &Value<'_>) {
+        if self.projected && matches!(v, Value::Str(_)) {
+            // a string escaped twice in one pass, not its JSON copied and escaped again
+            return self.value(v);
+        }
         let parsed = self.parsed;
         let rec = self.rec;
         match self.shared.get((std::ptr::from_ref(v) as usize, 0), parsed) {
@@ -288,20 +291,16 @@ impl Writer for JsonWriter<'_, '_> {
             Val::Json(v) if matches!(f.ty, Ty::Json) => self.value(v),
             Val::Json(v) => write_value(self.out, v),
             Val::Args(v) => self.line_value(v),
+            // the JSON of `text` again; projected, the JSON string of that JSON, escaped twice
+            // from the text in one pass (not the JSON copied and escaped again)
             Val::SameAsText(text) => match self.text_json.clone() {
-                Some(r) if !self.projected => self.out.extend_from_within(r),
-                Some(r) => {
-                    let mut scratch = std::mem::take(self.scratch);
-                    scratch.clear();
-                    scratch.extend_from_slice(self.out.get(r).unwrap_or_default());
-                    self.tree(&scratch);
-                    *self.scratch = scratch;
-                }
-                None => {
+                _ if self.projected => {
                     self.out.push(b'"');
                     write_str_twice(self.out, text);
                     self.out.push(b'"');
                 }
+                Some(r) => self.out.extend_from_within(r),
+                None => write_str(self.out, text),
             },
             Val::Obj(o) => self.object(o),
             Val::List(list) => {
@@ -327,7 +326,6 @@ impl Writer for JsonWriter<'_, '_> {
 /// A nested object as JSON (the Arrow writer's list cells: `fileChanges`, `rateLimits`).
 pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
     let shared = Shared::default();
-    let mut scratch = Vec::new();
     let mut w = JsonWriter {
         out,
         first: true,
@@ -336,7 +334,6 @@ pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
         raw: b"",
         text_json: None,
         projected: false,
-        scratch: &mut scratch,
         rec: None,
     };
     w.object(o);
@@ -348,7 +345,6 @@ pub fn write_object(out: &mut Vec<u8>, o: fields::Obj<'_>) {
 pub struct LineWriter {
     raw: Vec<u8>,
     parsed: Vec<u8>,
-    scratch: Vec<u8>,
     sel: Sel,
     /// `"source":<path>` appended to every event (the CLI's field for several inputs).
     source: Option<Vec<u8>>,
@@ -365,7 +361,6 @@ impl LineWriter {
         LineWriter {
             raw: Vec::new(),
             parsed: Vec::new(),
-            scratch: Vec::new(),
             sel,
             source: source.map(|s| {
                 let mut b = Vec::new();
@@ -378,12 +373,12 @@ impl LineWriter {
     /// The JSONL of one line's events, numbered from `*seq` (`convert::line`).
     ///
     /// Every buffer is grown with `try_reserve` before it is written, by a bound on what is
-    /// written ([`event_room`]): an output that does not fit is [`OutOfMemory`] (Python's
-    /// `MemoryError`), never Rust's allocation-failure abort. On error `out` holds the events
-    /// written before (whole lines).
-    pub fn line(
+    /// written ([`event_room`], [`Out::room`]): an output that does not fit is
+    /// [`OutOfMemory`] (Python's `MemoryError`), never Rust's allocation-failure abort. On error
+    /// `out` holds the events written before (whole lines).
+    pub fn line<O: Out + ?Sized>(
         &mut self,
-        out: &mut Vec<u8>,
+        out: &mut O,
         rec: &LineEvents<'_>,
         seq: &mut u64,
     ) -> Result<(), OutOfMemory> {
@@ -423,12 +418,7 @@ impl LineWriter {
         for ev in &rec.events {
             let text = ev.text.as_ref().map_or(0, |t| t.len());
             let room = event_room(self.raw.len(), tree, text, source);
-            if out.capacity() - out.len() < room {
-                OutOfMemory::reserve(out, room)?;
-            }
-            if !self.sel.is_all() {
-                OutOfMemory::reserve(&mut self.scratch, escaped_room(text))?;
-            }
+            let out = out.room(room)?;
             out.push(b'{');
             let mut w = JsonWriter {
                 out,
@@ -438,7 +428,6 @@ impl LineWriter {
                 raw: &self.raw,
                 text_json: None,
                 projected: !self.sel.is_all(),
-                scratch: &mut self.scratch,
                 rec: Some(rec),
             };
             let _ = fields::event(&mut w, self.sel, ev, rec, *seq);
@@ -475,13 +464,57 @@ fn event_room(raw: usize, tree: usize, text: usize, source: usize) -> usize {
         .saturating_add(source)
 }
 
-/// The JSONL [`Sink`]: each line's events appended to `out` by `writer`.
-pub struct JsonlSink<'w> {
-    pub writer: &'w mut LineWriter,
-    pub out: &'w mut Vec<u8>,
+/// Where JSONL is written ([`LineWriter::line`]).
+pub trait Out {
+    /// The buffer the next `n` bytes are appended to, with room for them (`try_reserve`).
+    fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, OutOfMemory>;
 }
 
-impl Sink for JsonlSink<'_> {
+/// One buffer, grown in place.
+impl Out for Vec<u8> {
+    #[inline]
+    fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, OutOfMemory> {
+        if self.capacity() - self.len() < n {
+            OutOfMemory::reserve(self, n)?;
+        }
+        Ok(self)
+    }
+}
+
+/// JSONL in parts, their concatenation the output: room that the part being written lacks
+/// starts a new part, so no byte written is moved (one buffer grown to its room moves all of
+/// it at every growth, and the room of an event of a long line, [`event_room`], is many
+/// times the line).
+#[derive(Debug, Default)]
+pub struct Parts {
+    pub parts: Vec<Vec<u8>>,
+    /// the least capacity of a new part
+    pub part: usize,
+}
+
+impl Out for Parts {
+    fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, OutOfMemory> {
+        let fits = self
+            .parts
+            .last()
+            .is_some_and(|p| p.capacity() - p.len() >= n);
+        if !fits {
+            let mut p = Vec::new();
+            OutOfMemory::reserve(&mut p, n.max(self.part))?;
+            OutOfMemory::reserve(&mut self.parts, 1)?;
+            self.parts.push(p);
+        }
+        self.parts.last_mut().ok_or(OutOfMemory { requested: n })
+    }
+}
+
+/// The JSONL [`Sink`]: each line's events appended to `out` by `writer`.
+pub struct JsonlSink<'w, O: Out + ?Sized = Vec<u8>> {
+    pub writer: &'w mut LineWriter,
+    pub out: &'w mut O,
+}
+
+impl<O: Out + ?Sized> Sink for JsonlSink<'_, O> {
     type Error = OutOfMemory;
 
     fn line(&mut self, rec: &LineEvents<'_>, seq: &mut u64) -> Result<(), OutOfMemory> {
@@ -529,7 +562,7 @@ impl Stream {
     }
 
     /// Frame `chunk` and append the JSONL of the lines it completed.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), OutOfMemory> {
+    pub fn feed<O: Out + ?Sized>(&mut self, chunk: &[u8], out: &mut O) -> Result<(), OutOfMemory> {
         let mut sink = JsonlSink {
             writer: &mut self.writer,
             out,
@@ -538,7 +571,7 @@ impl Stream {
     }
 
     /// End of stream: the last line's events and a UTF-16/UTF-32 stream's event. Idempotent.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), OutOfMemory> {
+    pub fn finish<O: Out + ?Sized>(&mut self, out: &mut O) -> Result<(), OutOfMemory> {
         let mut sink = JsonlSink {
             writer: &mut self.writer,
             out,
@@ -554,6 +587,26 @@ pub fn out_capacity(n: usize) -> usize {
     n.saturating_mul(7) / 2 + 4096
 }
 
+/// A whole stream as JSONL, in [`Parts`] (the first of [`out_capacity`], the next ones of a
+/// quarter of it at least).
+pub fn normalize_jsonl_parts(
+    data: &[u8],
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    sel: Sel,
+) -> Result<Vec<Vec<u8>>, OutOfMemory> {
+    let mut s = Stream::new(dialect, budget, None, sel);
+    let mut out = Parts {
+        parts: Vec::new(),
+        part: out_capacity(data.len()),
+    };
+    out.room(0)?;
+    out.part /= 4;
+    s.feed(data, &mut out)?;
+    s.finish(&mut out)?;
+    Ok(out.parts)
+}
+
 /// A whole stream as JSONL.
 pub fn normalize_jsonl(
     data: &[u8],
@@ -561,11 +614,15 @@ pub fn normalize_jsonl(
     budget: Budget,
     sel: Sel,
 ) -> Result<Vec<u8>, OutOfMemory> {
-    let mut s = Stream::new(dialect, budget, None, sel);
+    let parts = normalize_jsonl_parts(data, dialect, budget, sel)?;
+    if let [_] = parts.as_slice() {
+        return Ok(parts.into_iter().next().unwrap_or_default());
+    }
     let mut out = Vec::new();
-    OutOfMemory::reserve(&mut out, out_capacity(data.len()))?;
-    s.feed(data, &mut out)?;
-    s.finish(&mut out)?;
+    OutOfMemory::reserve(&mut out, parts.iter().map(Vec::len).sum())?;
+    for p in &parts {
+        out.extend_from_slice(p);
+    }
     Ok(out)
 }
 
@@ -714,6 +771,47 @@ mod tests {
             found += copies_agree(simdutf8::basic::from_utf8(&text).unwrap_or_default());
         }
         assert!(found > 300, "{found}");
+    }
+
+    /// An [`Out`] that starts a new part at every event.
+    #[derive(Default)]
+    struct EveryEvent(Vec<Vec<u8>>);
+
+    impl Out for EveryEvent {
+        fn room(&mut self, n: usize) -> Result<&mut Vec<u8>, OutOfMemory> {
+            self.0.push(Vec::with_capacity(n));
+            self.0.last_mut().ok_or(OutOfMemory { requested: n })
+        }
+    }
+
+    /// JSONL written in parts (here a part an event; [`Parts`] starts one when an event's room
+    /// does not fit) is the JSONL of one buffer, full and lean, for every sample stream.
+    #[test]
+    fn parts_are_the_one_buffer() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/samples");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let Ok(data) = std::fs::read(entry.path()) else {
+                continue;
+            };
+            for sel in [Sel::ALL, Sel::lean()] {
+                let mut one = Vec::new();
+                let mut s = Stream::new(None, Budget::default(), None, sel);
+                assert!(s.feed(&data, &mut one).is_ok() && s.finish(&mut one).is_ok());
+                let mut every = EveryEvent::default();
+                let mut s = Stream::new(None, Budget::default(), None, sel);
+                assert!(s.feed(&data, &mut every).is_ok() && s.finish(&mut every).is_ok());
+                let events = one.iter().filter(|&&b| b == b'\n').count();
+                assert_eq!(every.0.len(), events);
+                assert_eq!(every.0.concat(), one, "{:?}", entry.path());
+                let parts = normalize_jsonl_parts(&data, None, Budget::default(), sel);
+                assert_eq!(parts.map(|p| p.concat()).ok().as_ref(), Some(&one));
+                let joined = normalize_jsonl(&data, None, Budget::default(), sel);
+                assert_eq!(joined.ok(), Some(one));
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10, "{seen}");
     }
 
     #[test]

@@ -26,6 +26,46 @@ const ESC: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The escape of each control byte (< 0x20) as the 8 little-endian bytes of a `u64` (the
+/// escape, zeros after it) and its length: escaped once (`\n`, `\u001f`) and, `[1]`, twice
+/// (`\\n`, `\\u001f`). One load and one 8-byte store an escape.
+#[allow(clippy::indexing_slicing)]
+const CTL: [[(u64, usize); 32]; 2] = {
+    let mut t = [[(0u64, 0usize); 32]; 2];
+    let mut c = 0;
+    while c < 32 {
+        let e = ESC[c];
+        let mut seq = [0u8; 8];
+        let mut twice = 0;
+        while twice < 2 {
+            let mut n = 0;
+            seq[n] = b'\\';
+            n += 1;
+            if twice == 1 {
+                seq[n] = b'\\';
+                n += 1;
+            }
+            if e == b'u' {
+                let tail = [b'u', b'0', b'0', HEX[c >> 4], HEX[c & 0xf]];
+                let mut i = 0;
+                while i < 5 {
+                    seq[n] = tail[i];
+                    n += 1;
+                    i += 1;
+                }
+            } else {
+                seq[n] = e;
+                n += 1;
+            }
+            t[twice][c] = (u64::from_le_bytes(seq), n);
+            seq = [0u8; 8];
+            twice += 1;
+        }
+        c += 1;
+    }
+    t
+};
+
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
@@ -55,16 +95,22 @@ pub fn write_str_twice(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(b"\\\"");
 }
 
+/// The most room [`escape`] zeroes ahead at once: the rest of a long string is escaped a
+/// window at a time, each window's room zeroed while it is in the first-level cache (a long
+/// string's whole room zeroed at once is a pass over memory before the pass that writes it).
+const WINDOW: usize = 1536;
+
 /// The escape of `src` appended to `out` (escaped twice when `TWICE`): the bytes before the
 /// first that needs an escape copied as they are ([`clean_prefix`]; all of most strings), the
-/// rest escaped into room zeroed ahead ([`escape_into`]).
+/// rest escaped into room zeroed ahead ([`escape_into`]), a [`WINDOW`] at most at a time.
 #[inline]
 fn escape<const TWICE: bool>(out: &mut Vec<u8>, src: &[u8]) {
     let (clean, mut src) = src.split_at(clean_prefix(src));
     out.extend_from_slice(clean);
     while !src.is_empty() {
         let start = out.len();
-        out.resize(start + src.len() + src.len() / 4 + 2 * WORD_ROOM, 0);
+        let room = (src.len() + src.len() / 4 + 2 * WORD_ROOM).min(WINDOW);
+        out.resize(start + room, 0);
         let (read, written) = out
             .get_mut(start..)
             .map_or((src.len(), 0), |dst| escape_into::<TWICE>(src, dst));
@@ -91,6 +137,16 @@ fn escape_mask(w: u64) -> u64 {
 /// the escaped `"` or `\\` (`\\\"`, `\\\\`).
 #[inline]
 fn put_escape<const TWICE: bool>(dst: &mut [u8], j: &mut usize, c: u8) {
+    if let Some(&(seq, n)) = CTL
+        .get(usize::from(TWICE))
+        .and_then(|t| t.get(usize::from(c)))
+    {
+        if let Some(d) = dst.get_mut(*j..*j + 8) {
+            d.copy_from_slice(&seq.to_le_bytes());
+        }
+        *j += n;
+        return;
+    }
     let e = ESC.get(usize::from(c)).copied().unwrap_or(b'u');
     if TWICE {
         let (seq, n): ([u8; 8], usize) = match e {

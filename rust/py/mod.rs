@@ -265,10 +265,10 @@ fn normalize_jsonl<'py>(
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
     let sel = fields_arg(fields)?;
     let bytes: &[u8] = &data;
-    let out = py
-        .detach(|| jsonl::normalize_jsonl(bytes, dialect, budget, sel))
+    let parts = py
+        .detach(|| jsonl::normalize_jsonl_parts(bytes, dialect, budget, sel))
         .map_err(oom)?;
-    to_bytes(py, &out)
+    joined(py, &parts)
 }
 
 /// Many files as JSONL, in parallel on `jobs` threads, the GIL released throughout; a large
