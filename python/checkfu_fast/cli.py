@@ -182,6 +182,9 @@ def _stream(
 #: memory does not grow with N or the files' sizes (JSONL: about 4.5 MiB per MiB read with
 #: every field).
 WINDOW_BYTES = 8 << 20
+#: Bytes of output buffers (by capacity) that ``--jobs N`` lets wait in the core's run
+#: (``_normalize_ordered``), all files together (peak RSS on 1 GiB with two jobs: ~105 MiB).
+CORE_WINDOW = 16 << 20
 #: Bytes a ``--jobs`` worker reads per step: its JSONL (about 4.5 MiB per MiB with every
 #: field) stays below the sizes the core's allocator (mimalloc) hands out and takes back as
 #: whole regions; at 1 MiB reads, ``--jobs 2`` peaked at 140-158 MiB on 1 GiB, at 512 KiB at
@@ -201,9 +204,10 @@ def range_bytes(jobs: int) -> int:
     """The input bytes of a range of a large file under ``--jobs`` (a file over 1.5 times this
     is cut, each range a little longer than this: it ends at the next LF): small enough that
     the ranges the other workers finish ahead of the one being written (their JSONL about 4.5
-    times their size) fit in :data:`WINDOW_BYTES` together, so no worker waits on the writing,
-    and most ranges are one read of :data:`JOBS_CHUNK` at most; 496 KiB for two jobs."""
-    return max(64 << 10, min(JOBS_CHUNK, WINDOW_BYTES // (8 * max(1, jobs))) - (16 << 10))
+    times their size, in the core's buffers of 128 KiB reads counted by capacity) fit in
+    :data:`CORE_WINDOW` together, so no worker waits on the writing; 248 KiB for two jobs
+    (on 4 x 96 MiB, 496 KiB ranges in an 8 MiB window kept 1.3 of 2 cores busy, these 1.7)."""
+    return max(64 << 10, min(JOBS_CHUNK, CORE_WINDOW // (32 * max(1, jobs))) - (8 << 10))
 
 
 class _Range:
@@ -279,7 +283,7 @@ def _parallel(
 ) -> int:
     """``--jobs N``: files, and ranges of every large file, normalized N at a time and
     written in input order, the same bytes as one at a time, memory bounded by a window of
-    :data:`WINDOW_BYTES`, not by the files' sizes or N. To descriptor 1, or appended to
+    :data:`CORE_WINDOW`, not by the files' sizes or N. To descriptor 1, or appended to
     ``path`` (the file ``out`` writes in append mode), the whole run is the core's
     (``_normalize_ordered``, rust/ordered.rs: the GIL released, no output byte handed to
     Python), but for the files it leaves to Python (compressed, not regular files), which
@@ -317,7 +321,7 @@ def _parallel(
         out.flush()
         try:
             left = _native._normalize_ordered(files[base:], native, *budgets, fields, many,
-                                              args.jobs, range_bytes(args.jobs), WINDOW_BYTES,
+                                              args.jobs, range_bytes(args.jobs), CORE_WINDOW,
                                               direct or None, report)  # fmt: skip
         except BrokenPipeError:
             raise
