@@ -7,7 +7,6 @@
 //! budget scan that runs first; [`HARD_DEPTH`] guards direct callers.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use crate::budget::{OutOfMemory, Over};
 use crate::value::Value;
@@ -146,13 +145,11 @@ pub fn parse_line_with(
         oom: None,
         canon: canonical,
         spans: Vec::new(),
-        sizes: SIZES.with(Cell::get),
     };
     p.ws();
     let from = p.i;
     let v = p.value();
     let to = p.i;
-    SIZES.with(|c| c.set(p.sizes));
     if let Some(e) = p.oom {
         return Err(Failure::OutOfMemory(e));
     }
@@ -197,36 +194,6 @@ struct Parser<'a> {
     canon: bool,
     /// The long strings so far ([`Line::strings`]).
     spans: Vec<StrSpan>,
-    /// By depth (the first [`SIZED_DEPTHS`]), the number of pairs of the last object closed
-    /// there, in this line or an earlier one ([`SIZES`]): a new object's vector is made that
-    /// big, so that one like it is one allocation (grown from empty, an object of 5 to 8
-    /// pairs was reallocated and copied once, of 9 to 16 twice, ...).
-    sizes: [u8; SIZED_DEPTHS],
-}
-
-/// Objects nested deeper than this get no size guess ([`Parser::sizes`]).
-const SIZED_DEPTHS: usize = 16;
-/// The largest guess ([`Parser::sizes`]), so that a line of many small objects after one of
-/// big ones is not made of big vectors: at most this many pairs (56 bytes each) are reserved
-/// beyond what the first object at each depth of a line needs.
-const SIZE_GUESS_MAX: u8 = 24;
-
-/// The next guess at a depth ([`Parser::sizes`]) after an object of `len` pairs closed there
-/// on guess `guess`: up to `len` at once (a bigger object is reallocated), down halfway (an
-/// object smaller than the guess costs room, not time, so one small object among big ones
-/// at the same depth does not cost the next big one a reallocation).
-fn next_guess(guess: u8, len: usize) -> u8 {
-    let len = u8::try_from(len).unwrap_or(u8::MAX).min(SIZE_GUESS_MAX);
-    if len >= guess {
-        len
-    } else {
-        guess - (guess - len) / 2
-    }
-}
-
-thread_local! {
-    /// [`Parser::sizes`] from one line to the next.
-    static SIZES: Cell<[u8; SIZED_DEPTHS]> = const { Cell::new([0; SIZED_DEPTHS]) };
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -621,10 +588,6 @@ impl<'a> Parser<'a> {
             self.depth -= 1;
             return Ok(());
         }
-        let guess = self.sizes.get(self.depth).copied().unwrap_or(0);
-        if let Err(e) = OutOfMemory::reserve(pairs, usize::from(guess)) {
-            return Err(self.out_of_memory(e));
-        }
         loop {
             self.ws();
             match self.peek() {
@@ -657,9 +620,6 @@ impl<'a> Parser<'a> {
                 None => return Err(self.err("unexpected end of input", self.i)),
                 Some(b'}') => {
                     self.i += 1;
-                    if let Some(size) = self.sizes.get_mut(self.depth) {
-                        *size = next_guess(*size, pairs.len());
-                    }
                     self.depth -= 1;
                     if self.canon && crate::value::has_duplicate_keys(pairs) {
                         self.canon = false;
@@ -907,38 +867,6 @@ mod tests {
             l.map(|l| (l.canonical.is_none(), l.strings.len())),
             Some((true, 0))
         );
-    }
-
-    /// A size guess goes up to a bigger object at once, down halfway to a smaller one, and
-    /// never past its cap; the tree is the same whatever the guesses (a line parsed again, on the
-    /// guesses of the one before).
-    #[test]
-    fn size_guesses() {
-        assert_eq!(next_guess(0, 5), 5);
-        assert_eq!(next_guess(4, 18), 18);
-        assert_eq!(next_guess(18, 2), 10);
-        assert_eq!(next_guess(10, 10), 10);
-        assert_eq!(next_guess(3, 1000), SIZE_GUESS_MAX);
-        assert_eq!(next_guess(SIZE_GUESS_MAX, 0), SIZE_GUESS_MAX / 2);
-        let big: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
-        let text = format!(
-            r#"[{{{}}},{{"a":1}},{{"b":{{{}}}}},{{}}]"#,
-            big.join(","),
-            big.join(",")
-        );
-        for _ in 0..3 {
-            let got = parse(&text).map(|p| p.0).ok();
-            let pairs = got.as_ref().map(|v| v.items().len());
-            assert_eq!(pairs, Some(4));
-            let n = got
-                .as_ref()
-                .and_then(|v| v.items().first())
-                .map(|o| match o {
-                    Value::Object(p) => p.len(),
-                    _ => 0,
-                });
-            assert_eq!(n, Some(40));
-        }
     }
 
     #[test]

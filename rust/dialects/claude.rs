@@ -131,84 +131,35 @@ impl Dialect for Claude {
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
-        let top = Top::of(v);
-        let str_of = |x: Option<&'v Value<'v>>| x.and_then(Value::as_str);
-        let t = str_of(top.kind);
+        let t = v.str_at("type");
         // a sub-agent's progress in its parent (session files)
-        let data = top.data.filter(|d| t == Some("progress") && d.is_object());
+        let data = v
+            .get("data")
+            .filter(|d| t == Some("progress") && d.is_object());
         let mut m = LineMeta {
-            session_id: str_of(top.session_id).or_else(|| str_of(top.session_id_camel)),
-            timestamp: nonempty(top.timestamp),
-            parent_tool_use_id: str_of(top.parent_tool_use_id)
-                .or_else(|| data.and(str_of(top.parent_tool_use_id_camel))),
+            session_id: v.str_at("session_id").or_else(|| v.str_at("sessionId")),
+            timestamp: nonempty(v.get("timestamp")),
+            parent_tool_use_id: v
+                .str_at("parent_tool_use_id")
+                .or_else(|| data.and(v.str_at("parentToolUseID"))),
             native_type: t,
-            model_call_id: top
-                .message
+            model_call_id: v
+                .get("message")
                 .filter(|m| m.is_object())
                 .and_then(|m| nonempty(m.get("id"))),
             ..LineMeta::default()
         };
         line_extras(v, matches!(t, Some("result" | "assistant")), &mut m);
         if t == Some("result") {
-            m.result_text = Some(str_of(top.result)); // None: reports no text
-            m.structured_output = top.structured_output;
+            m.result_text = Some(v.str_at("result")); // None: reports no text
+            m.structured_output = v.get("structured_output");
         }
-        m.request_id = nonempty(top.request_id);
+        m.request_id = nonempty(v.get("requestId"));
         m.agent_id =
-            nonempty(top.agent_id).or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
-        m.sidechain = matches!(top.is_sidechain, Some(Value::Bool(true)));
-        m.cwd = nonempty(top.cwd);
+            nonempty(v.get("agentId")).or_else(|| data.and_then(|d| nonempty(d.get("agentId"))));
+        m.sidechain = v.is_true_at("isSidechain");
+        m.cwd = nonempty(v.get("cwd"));
         m
-    }
-}
-
-/// The top-level values `meta` reads, each the last of its key (what `Value::get` finds),
-/// found in one pass over the line's pairs (a `get` each scanned them again, 13 times a line).
-#[derive(Default)]
-struct Top<'v> {
-    kind: Option<&'v Value<'v>>,
-    data: Option<&'v Value<'v>>,
-    session_id: Option<&'v Value<'v>>,
-    session_id_camel: Option<&'v Value<'v>>,
-    timestamp: Option<&'v Value<'v>>,
-    parent_tool_use_id: Option<&'v Value<'v>>,
-    parent_tool_use_id_camel: Option<&'v Value<'v>>,
-    message: Option<&'v Value<'v>>,
-    result: Option<&'v Value<'v>>,
-    structured_output: Option<&'v Value<'v>>,
-    request_id: Option<&'v Value<'v>>,
-    agent_id: Option<&'v Value<'v>>,
-    is_sidechain: Option<&'v Value<'v>>,
-    cwd: Option<&'v Value<'v>>,
-}
-
-impl<'v> Top<'v> {
-    fn of(v: &'v Value<'v>) -> Self {
-        let mut top = Top::default();
-        let Value::Object(pairs) = v else {
-            return top;
-        };
-        for (k, x) in pairs {
-            let slot = match k.as_ref() {
-                "type" => &mut top.kind,
-                "data" => &mut top.data,
-                "session_id" => &mut top.session_id,
-                "sessionId" => &mut top.session_id_camel,
-                "timestamp" => &mut top.timestamp,
-                "parent_tool_use_id" => &mut top.parent_tool_use_id,
-                "parentToolUseID" => &mut top.parent_tool_use_id_camel,
-                "message" => &mut top.message,
-                "result" => &mut top.result,
-                "structured_output" => &mut top.structured_output,
-                "requestId" => &mut top.request_id,
-                "agentId" => &mut top.agent_id,
-                "isSidechain" => &mut top.is_sidechain,
-                "cwd" => &mut top.cwd,
-                _ => continue,
-            };
-            *slot = Some(x);
-        }
-        top
     }
 }
 
@@ -1272,30 +1223,6 @@ mod tests {
 
     fn run(line: &str, check: impl FnOnce(&[Event<'_>])) {
         crate::dialect::check_line(&Claude, line, check);
-    }
-
-    /// `meta`'s one pass over the pairs reads what `Value::get` reads: a repeated key's last
-    /// value, whatever its type, and nothing from a line that is not an object.
-    #[test]
-    fn meta_reads_the_last_of_repeated_keys() {
-        let line = r#"{"type":"x","type":"result","sessionId":"a","sessionId":"b","cwd":"/a",
-            "cwd":"","isSidechain":true,"isSidechain":1,"result":"r","result":null,
-            "requestId":"q","agentId":7,"agentId":"g","timestamp":"t","message":{"id":"m"},
-            "message":[],"session_id":1}"#;
-        let Ok((v, _)) = crate::parse::parse(line) else {
-            panic!("bad test json")
-        };
-        let m = Claude.meta(&v);
-        assert_eq!(m.native_type, Some("result"));
-        assert_eq!(m.session_id, Some("b"));
-        assert_eq!((m.cwd, m.sidechain), (None, false));
-        assert_eq!(m.result_text, Some(None));
-        assert_eq!((m.request_id, m.agent_id), (Some("q"), Some("g")));
-        assert_eq!((m.timestamp, m.model_call_id), (Some("t"), None));
-        let Ok((list, _)) = crate::parse::parse(r#"[{"type":"user"}]"#) else {
-            panic!("bad test json")
-        };
-        assert_eq!(Claude.meta(&list).native_type, None);
     }
 
     #[test]
