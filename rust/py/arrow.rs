@@ -266,13 +266,33 @@ fn file_batches(
     sel: Sel,
     cancel: &Arc<AtomicBool>,
 ) -> std::io::Result<ArrowEvents> {
-    let failed = |e: Failure| match e {
-        Failure::OutOfMemory(e) => {
+    // the failure made an error only once the file's engine and columns are dropped: its
+    // message is a String, and allocating it while they still held the memory that ran out
+    // aborted the process (tests/test_files.py's files_arrow-96, 1 run in 30)
+    file_batches_in(path, dialect, budget, batch_rows, sel, cancel).map_err(|e| match e {
+        Stop::Io(e) => e,
+        Stop::Failed(Failure::OutOfMemory(e)) => {
             std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
         }
-        Failure::Arrow(e) => std::io::Error::other(e.to_string()),
-        Failure::Cancelled => crate::split::cancelled(),
-    };
+        Stop::Failed(Failure::Arrow(e)) => std::io::Error::other(e.to_string()),
+        Stop::Failed(Failure::Cancelled) => crate::split::cancelled(),
+    })
+}
+
+/// Why [`file_batches_in`] stopped.
+enum Stop {
+    Io(std::io::Error),
+    Failed(Failure),
+}
+
+fn file_batches_in(
+    path: &std::path::Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    batch_rows: usize,
+    sel: Sel,
+    cancel: &Arc<AtomicBool>,
+) -> Result<ArrowEvents, Stop> {
     let mut engine = Engine::new(dialect, budget);
     let mut sink = ArrowSink::new(batch_rows, sel);
     sink.cancel = Some(Arc::clone(cancel));
@@ -281,12 +301,21 @@ fn file_batches(
         sink.expect(usize::try_from(meta.len()).unwrap_or(usize::MAX));
     }
     let mut seq = 0u64;
-    read_chunks(&mut open_input(path)?, |chunk| {
-        sink::feed(&mut engine, &mut seq, chunk, &mut sink).map_err(failed)
-    })?;
-    sink::finish(&mut engine, &mut seq, &mut sink).map_err(failed)?;
+    let mut failed = None;
+    let mut input = open_input(path).map_err(Stop::Io)?;
+    let read = read_chunks(&mut input, |chunk| {
+        sink::feed(&mut engine, &mut seq, chunk, &mut sink).map_err(|e| {
+            failed = Some(e);
+            std::io::Error::from(std::io::ErrorKind::Other) // no allocation: replaced below
+        })
+    });
+    if let Some(e) = failed {
+        return Err(Stop::Failed(e));
+    }
+    read.map_err(Stop::Io)?;
+    sink::finish(&mut engine, &mut seq, &mut sink).map_err(Stop::Failed)?;
     let schema = sink.schema();
-    let batches = sink.finish().map_err(failed)?;
+    let batches = sink.finish().map_err(Stop::Failed)?;
     Ok(ArrowEvents { schema, batches })
 }
 
