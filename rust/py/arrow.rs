@@ -258,34 +258,29 @@ pub fn _normalize_range_arrow(
 /// One file's events as Arrow batches: read [`crate::jsonl::READ_CHUNK`] bytes at a time
 /// (gzip and zstd decompressed as read, `jsonl::open_input`), the same rows as
 /// `normalize_arrow` of its contents.
-fn file_batches(
-    path: &std::path::Path,
-    dialect: Option<AnyDialect>,
-    budget: Budget,
-    batch_rows: usize,
-    sel: Sel,
-    cancel: &Arc<AtomicBool>,
-) -> std::io::Result<ArrowEvents> {
-    // the failure made an error only once the file's engine and columns are dropped: its
-    // message is a String, and allocating it while they still held the memory that ran out
-    // aborted the process (tests/test_files.py's files_arrow-96, 1 run in 30)
-    file_batches_in(path, dialect, budget, batch_rows, sel, cancel).map_err(|e| match e {
-        Stop::Io(e) => e,
-        Stop::Failed(Failure::OutOfMemory(e)) => {
-            std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
-        }
-        Stop::Failed(Failure::Arrow(e)) => std::io::Error::other(e.to_string()),
-        Stop::Failed(Failure::Cancelled) => crate::split::cancelled(),
-    })
-}
-
-/// Why [`file_batches_in`] stopped.
+/// Why [`file_batches`] stopped. A failure is made an `io::Error` only once the file's engine
+/// and columns are dropped: its message is a String, and allocating it while they still held
+/// the memory that ran out aborted the process (tests/test_files.py's files_arrow-96, 1 run in
+/// 30).
 enum Stop {
     Io(std::io::Error),
     Failed(Failure),
 }
 
-fn file_batches_in(
+impl From<Stop> for std::io::Error {
+    fn from(e: Stop) -> Self {
+        match e {
+            Stop::Io(e) => e,
+            Stop::Failed(Failure::OutOfMemory(e)) => {
+                std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string())
+            }
+            Stop::Failed(Failure::Arrow(e)) => std::io::Error::other(e.to_string()),
+            Stop::Failed(Failure::Cancelled) => crate::split::cancelled(),
+        }
+    }
+}
+
+fn file_batches(
     path: &std::path::Path,
     dialect: Option<AnyDialect>,
     budget: Budget,
@@ -351,6 +346,7 @@ pub fn _normalize_files_arrow<'py>(
         par_map(inputs.len(), jobs, |i| {
             let path = std::path::Path::new(inputs.get(i).map_or("", String::as_str));
             file_batches(path, dialect.clone(), budget, batch_rows, sel, &cancel)
+                .map_err(std::io::Error::from)
         })
     })?
     .map_err(|e| PyValueError::new_err(format!("cannot start the worker threads: {e}")))?;
