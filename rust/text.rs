@@ -191,30 +191,29 @@ fn put_escape<const TWICE: bool>(dst: &mut [u8], j: &mut usize, c: u8) {
     }
 }
 
-/// Whether any byte of `w` needs an escape (< 0x20, `"` or `\\`): exact as a yes or no (the
-/// borrows of the subtractions only ever mark bytes above one that does), cheaper than
-/// [`escape_mask`], for the words that need none (two thirds of the words of a tool result's
-/// JSON text).
-#[inline(always)]
-fn any_escape(w: u64) -> bool {
-    let q = w ^ (LO * u64::from(b'"'));
-    let b = w ^ (LO * u64::from(b'\\'));
-    let ctl = w.wrapping_sub(LO * 0x20) & !w;
-    let quote = q.wrapping_sub(LO) & !q;
-    let backslash = b.wrapping_sub(LO) & !b;
-    (ctl | quote | backslash) & HI != 0
+/// 0xff in each byte of the 16 at `b` that needs an escape (< 0x20, `"` or `\\`), 0 in the
+/// others: written byte by byte, compiled to a few 16-byte vector compares (SSE2, x86-64's
+/// baseline; no `unsafe`), ~17 instructions with the call where two words of [`escape_mask`]
+/// arithmetic took ~60 (its constants reloaded each time). Not inlined: inside
+/// [`escape_into`]'s loop, which also reads the 16 bytes as two words, LLVM compiled it byte
+/// by byte (the JSON text of the bench's tool results cost 12 instructions a byte that way,
+/// 5 as a call, 7 before).
+#[inline(never)]
+fn flags16(b: &[u8; 16]) -> u128 {
+    u128::from_le_bytes(b.map(|c| u8::from((c < 0x20) | (c == b'"') | (c == b'\\')).wrapping_neg()))
 }
 
-/// How many bytes of `src` come before the first that needs an escape: 8 at a time
-/// ([`any_escape`]), then one at a time.
+/// How many bytes of `src` come before the first that needs an escape: 16 at a time
+/// ([`flags16`]), then one at a time.
 #[inline]
 fn clean_prefix(src: &[u8]) -> usize {
     let mut i = 0;
-    while let Some(w) = src.get(i..i + 8).and_then(|w| w.first_chunk::<8>()) {
-        if any_escape(u64::from_le_bytes(*w)) {
-            break;
+    while let Some(w) = src.get(i..i + 16).and_then(|w| w.first_chunk::<16>()) {
+        let f = flags16(w);
+        if f != 0 {
+            return i + (f.trailing_zeros() / 8) as usize;
         }
-        i += 8;
+        i += 16;
     }
     while let Some(&c) = src.get(i) {
         if ESC.get(usize::from(c)).copied().unwrap_or(0) != 0 {
@@ -226,13 +225,13 @@ fn clean_prefix(src: &[u8]) -> usize {
 }
 
 /// The escape of one 8-byte word of text at `dst[*j..]` (room for [`WORD_ROOM`] bytes there):
-/// the exact mask of [`escape_mask`] gives the escapes' places, and each clean run before one
+/// `m`, bit 7 of each byte that needs an escape ([`escape_mask`], or [`flags16`]'s bits),
+/// gives the escapes' places, and each clean run before one
 /// is stored as one 8-byte write (the bytes past the run are overwritten next), so the cost is
 /// per escape, not per byte.
 #[inline(always)]
-fn escape_word<const TWICE: bool>(dst: &mut [u8], j: &mut usize, word: u64) {
+fn escape_word<const TWICE: bool>(dst: &mut [u8], j: &mut usize, word: u64, mut m: u64) {
     let bytes = word.to_le_bytes();
-    let mut m = escape_mask(word);
     let mut pos = 0usize;
     while m != 0 {
         let k = (m.trailing_zeros() / 8) as usize;
@@ -267,31 +266,34 @@ fn escape_word<const TWICE: bool>(dst: &mut [u8], j: &mut usize, word: u64) {
 /// At least one byte is read when `dst` holds 2 [`WORD_ROOM`] bytes.
 ///
 /// 16 bytes at a time while two words' room fits: 16 bytes that need no escape
-/// ([`any_escape`]) are copied whole, the others go a word at a time ([`escape_word`]). The
+/// ([`flags16`]) are copied whole, the others go a word at a time ([`escape_word`], given
+/// the word's escapes from the same flags). The
 /// last < 16 bytes go a word, then a byte at a time.
 #[inline]
 fn escape_into<const TWICE: bool>(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
     let (mut i, mut j) = (0, 0);
     let word = |b: Option<&[u8; 8]>| u64::from_le_bytes(b.copied().unwrap_or_default());
-    while let Some(w16) = src.get(i..i + 16) {
+    while let Some(w16) = src.get(i..i + 16).and_then(|w| w.first_chunk::<16>()) {
         if j + 2 * WORD_ROOM > dst.len() {
             return (i, j);
         }
-        let (a, b) = (word(w16.first_chunk()), word(w16.last_chunk()));
-        if !any_escape(a) && !any_escape(b) {
+        let f = flags16(w16);
+        if f == 0 {
             if let Some(d) = dst.get_mut(j..j + 16) {
                 d.copy_from_slice(w16);
             }
             j += 16;
         } else {
-            escape_word::<TWICE>(dst, &mut j, a);
-            escape_word::<TWICE>(dst, &mut j, b);
+            let (a, b) = (word(w16.first_chunk()), word(w16.last_chunk()));
+            escape_word::<TWICE>(dst, &mut j, a, f as u64 & HI);
+            escape_word::<TWICE>(dst, &mut j, b, (f >> 64) as u64 & HI);
         }
         i += 16;
     }
     if let Some(w) = src.get(i..i + 8) {
         if j + WORD_ROOM <= dst.len() {
-            escape_word::<TWICE>(dst, &mut j, word(w.first_chunk()));
+            let w = word(w.first_chunk());
+            escape_word::<TWICE>(dst, &mut j, w, escape_mask(w));
             i += 8;
         }
     }
