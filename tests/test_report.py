@@ -260,6 +260,13 @@ def test_json_text_is_json_dumps_byte_for_byte():
         x = struct.unpack("d", rng.randbytes(8))[0]
         if x == x and abs(x) != float("inf"):
             floats.append(x)
+    # the report's own floats: costs (token counts times prices per million, summed) and
+    # decimals of every size around the switch to the exponent form
+    for _ in range(20000):
+        n = rng.randrange(10**7)
+        floats.append(n * rng.choice([3.0, 15.0, 0.3, 3.75, 6.0, 0.08, 1.25]) / 1e6)
+        floats.append(rng.randrange(10**9) / 10 ** rng.randrange(24))
+        floats.append(-rng.random() * 10 ** rng.randrange(-8, 20))
     chars = [0, 1, 8, 9, 10, 12, 13, 31, 32, 34, 47, 92, 126, 127, 128, 0x2028, 0xFFFF, 0x1F600]
     text = "".join(chr(rng.choice(chars)) for _ in range(500)) + "naïve ✓"
     doc = {
