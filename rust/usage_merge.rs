@@ -17,6 +17,12 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
+
+/// The merge's maps: names, ids and small keys hashed by foldhash (SipHash, std's default,
+/// took 230 instructions per name, a quarter of the merge's time; the keys are the user's
+/// own files, no one chooses them to collide).
+pub type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<K> = HashSet<K, foldhash::fast::RandomState>;
 use std::sync::Arc;
 
 use crate::event::Num;
@@ -223,7 +229,7 @@ type Key = (u32, u32, u32, Option<i64>);
 /// Interned names (sessions, models, projects).
 #[derive(Debug, Default)]
 struct Names {
-    ids: HashMap<String, u32>,
+    ids: Map<String, u32>,
     names: Vec<String>,
 }
 
@@ -371,10 +377,10 @@ pub struct Label {
 #[derive(Debug)]
 pub struct Groups {
     pub total: (Acc, Num),
-    pub models: HashMap<u32, (Acc, Num)>,
-    pub sessions: HashMap<u32, (Acc, Num)>,
-    pub days: HashMap<String, (Acc, Num)>,
-    pub rows: HashMap<Vec<String>, (Acc, Num)>,
+    pub models: Map<u32, (Acc, Num)>,
+    pub sessions: Map<u32, (Acc, Num)>,
+    pub days: Map<String, (Acc, Num)>,
+    pub rows: Map<Vec<String>, (Acc, Num)>,
     pub active: Option<(Acc, Num)>,
 }
 
@@ -384,16 +390,18 @@ pub struct Merge {
     estimate: bool,
     /// Why the result would differ from the Python fold's, if it would.
     pub inexact: Option<&'static str>,
-    prices: HashMap<String, Option<Arc<ModelPrice>>>,
-    /// per session (id in `sessions`): its dialect (id in `dialect_names`)
-    session_dialect: HashMap<u32, u32>,
+    prices: Map<String, Option<Arc<ModelPrice>>>,
+    /// per model (id in `models`) whose price was looked up: its price
+    model_prices: Vec<Option<Option<Arc<ModelPrice>>>>,
+    /// per session (id in `sessions`): its dialect (id in `dialect_names`), or [`NO_NAME`]
+    session_dialect: Vec<u32>,
     dialect_names: Names,
     /// per session: its thread counter, and its base (as [`Kept`], in `kept_names`)
-    session_counters: HashMap<u32, Kept>,
-    session_base: HashMap<u32, Kept>,
-    stream_last: HashMap<String, Rec>,
-    burst: HashMap<String, Option<String>>,
-    continued: HashSet<String>,
+    session_counters: Map<u32, Kept>,
+    session_base: Map<u32, Kept>,
+    stream_last: Map<String, Rec>,
+    burst: Map<String, Option<String>>,
+    continued: Set<String>,
     /// the session-file messages: [`dedup_hash`] of the key -> index in `kept`
     files: HashMap<(u64, u64), usize, BuildHasherDefault<Prehashed>>,
     kept: Store<Kept>,
@@ -406,17 +414,17 @@ pub struct Merge {
     sessions: Names,
     models: Names,
     projects: Names,
-    buckets: HashMap<Key, usize>,
+    buckets: Map<Key, usize>,
     bucket_list: Store<(Key, Acc)>,
     /// time bucket -> index in `times`
-    tb_index: HashMap<i64, usize>,
+    tb_index: Map<i64, usize>,
     /// per time bucket: (bucket, first second, last second)
     pub times: Vec<(i64, i64, i64)>,
     /// reported costs in reading order: (bucket index, cost)
     singles: Vec<(usize, Num)>,
     endings: [u64; 4],
     /// per session with a row from its streams' endings
-    session_endings: HashMap<u32, [u64; 4]>,
+    session_endings: Map<u32, [u64; 4]>,
 }
 
 fn ending_index(e: &str) -> Option<usize> {
@@ -428,14 +436,15 @@ impl Merge {
         Merge {
             estimate,
             inexact: None,
-            prices: HashMap::new(),
-            session_dialect: HashMap::new(),
+            prices: Map::default(),
+            model_prices: Vec::new(),
+            session_dialect: Vec::new(),
             dialect_names: Names::default(),
-            session_counters: HashMap::new(),
-            session_base: HashMap::new(),
-            stream_last: HashMap::new(),
-            burst: HashMap::new(),
-            continued: HashSet::new(),
+            session_counters: Map::default(),
+            session_base: Map::default(),
+            stream_last: Map::default(),
+            burst: Map::default(),
+            continued: Set::default(),
             files: HashMap::default(),
             kept: Store::default(),
             wholes: Vec::new(),
@@ -445,13 +454,13 @@ impl Merge {
             sessions: Names::default(),
             models: Names::default(),
             projects: Names::default(),
-            buckets: HashMap::new(),
+            buckets: Map::default(),
             bucket_list: Store::default(),
-            tb_index: HashMap::new(),
+            tb_index: Map::default(),
             times: Vec::new(),
             singles: Vec::new(),
             endings: [0; 4],
-            session_endings: HashMap::new(),
+            session_endings: Map::default(),
         }
     }
 
@@ -489,16 +498,29 @@ impl Merge {
 
     fn dialect_default(&mut self, session: &str, dialect: &str) {
         let id = self.sessions.id(session);
-        if !self.session_dialect.contains_key(&id) {
+        self.dialect_default_id(id, dialect);
+    }
+
+    /// The session's dialect, where it has none yet (`id` in `sessions`).
+    fn dialect_default_id(&mut self, id: u32, dialect: &str) {
+        let i = id as usize;
+        if self.session_dialect.len() <= i {
+            self.session_dialect.resize(i + 1, NO_NAME);
+        }
+        if self.session_dialect.get(i) == Some(&NO_NAME) {
             let d = self.dialect_names.id(dialect);
-            self.session_dialect.insert(id, d);
+            if let Some(slot) = self.session_dialect.get_mut(i) {
+                *slot = d;
+            }
         }
     }
 
-    pub fn dialect_of(&self, session: &str) -> Option<&str> {
-        let id = self.sessions.ids.get(session)?;
-        let d = self.session_dialect.get(id)?;
-        Some(self.dialect_names.name(*d))
+    /// The dialect of a session (`id` in `sessions`).
+    pub fn dialect_of(&self, id: u32) -> Option<&str> {
+        match self.session_dialect.get(id as usize) {
+            Some(&d) if d != NO_NAME => Some(self.dialect_names.name(d)),
+            _ => None,
+        }
     }
 
     /// `UsageFold.merge`: one stream's summary, in the stream's place.
@@ -661,6 +683,16 @@ impl Merge {
             return self.wholes.get(i).cloned().unwrap_or_else(zero);
         }
         let names = &self.kept_names;
+        Rec {
+            model: names.name(k.model).to_owned(),
+            project: (k.project != NO_NAME).then(|| names.name(k.project).to_owned()),
+            ..Self::counts_of(k)
+        }
+    }
+
+    /// The counts and time of a [`Kept`] that is not kept whole, as a [`Rec`] without its
+    /// model's or project's name (no allocation).
+    fn counts_of(k: &Kept) -> Rec {
         let mut n = [None; 7];
         for (i, (slot, bits)) in n.iter_mut().zip(k.counts).enumerate() {
             let bit = 1u8 << i;
@@ -674,7 +706,7 @@ impl Merge {
         }
         let [input, output, cached, cost, reasoning, cache_write, cache_write_1h] = n;
         Rec {
-            model: names.name(k.model).to_owned(),
+            model: String::new(),
             input,
             output,
             cached,
@@ -683,7 +715,7 @@ impl Merge {
             cache_write,
             cache_write_1h,
             ts: (k.present & TS != 0).then_some(k.ts),
-            project: (k.project != NO_NAME).then(|| names.name(k.project).to_owned()),
+            project: None,
         }
     }
 
@@ -749,14 +781,34 @@ impl Merge {
 
     /// The estimate of a reading (`_Agg.estimate`) in pico-USD, `Err` where Python's would
     /// not be mirrored.
-    fn estimate(&self, r: &Rec, n: [i128; 5]) -> Result<Option<i128>, &'static str> {
+    fn estimate(
+        &mut self,
+        r: &Rec,
+        model: u32,
+        n: [i128; 5],
+    ) -> Result<Option<i128>, &'static str> {
         if r.cost.is_some() || !self.estimate || !has_tokens(r) {
             return Ok(None);
         }
-        let Some(mp) = self.prices.get(&r.model) else {
-            return Err("a model whose price was not resolved");
+        let i = model as usize;
+        let known = match self.model_prices.get(i) {
+            Some(Some(p)) => p.clone(),
+            _ => {
+                // looked up once per model (a price, once resolved, stays)
+                let Some(p) = self.prices.get(self.models.name(model)) else {
+                    return Err("a model whose price was not resolved");
+                };
+                let p = p.clone();
+                if self.model_prices.len() <= i {
+                    self.model_prices.resize(i + 1, None);
+                }
+                if let Some(slot) = self.model_prices.get_mut(i) {
+                    *slot = Some(p.clone());
+                }
+                p
+            }
         };
-        let Some(mp) = mp else {
+        let Some(mp) = known else {
             return Ok(None);
         };
         let day = match r.ts {
@@ -777,12 +829,28 @@ impl Merge {
 
     /// `_Agg.add` up to the time labels: the reading into its bucket.
     fn count(&mut self, session: &str, r: &Rec) {
-        if let Err(why) = self.count_inner(session, r) {
+        let project = r
+            .project
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .unwrap_or(UNKNOWN);
+        let ids = (
+            self.sessions.id(session),
+            self.models.id(&r.model),
+            self.projects.id(project),
+        );
+        self.count_ids(ids, r);
+    }
+
+    /// [`Merge::count`] of a reading whose session, model and project label are named by
+    /// their ids (`r`'s own model and project are not read).
+    fn count_ids(&mut self, ids: (u32, u32, u32), r: &Rec) {
+        if let Err(why) = self.count_inner(ids, r) {
             self.fail(why);
         }
     }
 
-    fn count_inner(&mut self, session: &str, r: &Rec) -> Result<(), &'static str> {
+    fn count_inner(&mut self, ids: (u32, u32, u32), r: &Rec) -> Result<(), &'static str> {
         let floats = "a float count (summed in reading order)";
         let input = int(r.input).map_err(|()| floats)?;
         let output = int(r.output).map_err(|()| floats)?;
@@ -823,18 +891,8 @@ impl Merge {
             write.unwrap_or(0),
             write1h.unwrap_or(0),
         ];
-        let est = self.estimate(r, n)?;
-        let project = r
-            .project
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .unwrap_or(UNKNOWN);
-        let key = (
-            self.sessions.id(session),
-            self.models.id(&r.model),
-            self.projects.id(project),
-            tb,
-        );
+        let est = self.estimate(r, ids.1, n)?;
+        let key = (ids.0, ids.1, ids.2, tb);
         let i = match self.buckets.get(&key) {
             Some(&i) => i,
             None => {
@@ -892,16 +950,52 @@ impl Merge {
         self.files_counted = true;
         self.files = HashMap::default();
         let kept = std::mem::take(&mut self.kept);
+        // a kept name's ids as a session, a model and a project label, each looked up once
+        let n = self.kept_names.names.len();
+        let (mut as_session, mut as_model, mut as_project) =
+            (vec![NO_NAME; n], vec![NO_NAME; n], vec![NO_NAME; n]);
+        fn id_of(ids: &mut [u32], names: &mut Names, kept: &Names, i: u32, project: bool) -> u32 {
+            let slot = ids.get(i as usize).copied().unwrap_or(NO_NAME);
+            if slot != NO_NAME {
+                return slot;
+            }
+            let name = match kept.name(i) {
+                "" if project => UNKNOWN, // `count`'s label of an empty project
+                s => s,
+            };
+            let id = names.id(name);
+            if let Some(s) = ids.get_mut(i as usize) {
+                *s = id;
+            }
+            id
+        }
         for chunk in kept.chunks {
             for k in chunk {
-                let r = self.rec_of(&k);
                 let dialect = self.dialects.get(usize::from(k.dialect)).copied();
-                let name = match k.session {
-                    NO_NAME => UNKNOWN.to_owned(),
-                    s => self.kept_names.name(s).to_owned(),
+                let dialect = dialect.unwrap_or(UNKNOWN);
+                if k.flags & WHOLE != 0 {
+                    let r = self.rec_of(&k);
+                    let name = match k.session {
+                        NO_NAME => UNKNOWN.to_owned(),
+                        s => self.kept_names.name(s).to_owned(),
+                    };
+                    self.count(&name, &r);
+                    self.dialect_default(&name, dialect);
+                    continue;
+                }
+                let kn = &self.kept_names;
+                let session = match k.session {
+                    NO_NAME => self.sessions.id(UNKNOWN),
+                    s => id_of(&mut as_session, &mut self.sessions, kn, s, false),
                 };
-                self.count(&name, &r);
-                self.dialect_default(&name, dialect.unwrap_or(UNKNOWN));
+                let model = id_of(&mut as_model, &mut self.models, kn, k.model, false);
+                let project = match k.project {
+                    NO_NAME => self.projects.id(UNKNOWN),
+                    p => id_of(&mut as_project, &mut self.projects, kn, p, true),
+                };
+                let r = Self::counts_of(&k);
+                self.count_ids((session, model, project), &r);
+                self.dialect_default_id(session, dialect);
             }
         }
     }
@@ -933,10 +1027,10 @@ impl Merge {
         let zero = || (Acc::default(), Num::Int(0));
         let mut g = Groups {
             total: zero(),
-            models: HashMap::new(),
-            sessions: HashMap::new(),
-            days: HashMap::new(),
-            rows: HashMap::new(),
+            models: Map::default(),
+            sessions: Map::default(),
+            days: Map::default(),
+            rows: Map::default(),
             active: active.then(zero),
         };
         let rows = !by.is_empty() && by != ["session"];

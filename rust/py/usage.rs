@@ -772,11 +772,19 @@ impl UsageSessions {
 
     /// The totals as `usage._Acc.as_dict` makes them, by name: `[(name, total with endings
     /// and dialect)]` (`bySession`'s items), or with `rows` `[{"session": name, **total}]`
-    /// (the rows by session).
-    #[pyo3(signature = (rows = false))]
-    fn dicts<'py>(&self, py: Python<'py>, rows: bool) -> PyResult<Bound<'py, PyList>> {
+    /// (the rows by session); those from `start` up to `stop` (a slice: the report's table
+    /// and CSV take them a chunk at a time, never all sessions' dicts at once).
+    #[pyo3(signature = (rows = false, start = 0, stop = None))]
+    fn dicts<'py>(
+        &self,
+        py: Python<'py>,
+        rows: bool,
+        start: usize,
+        stop: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for t in &self.items {
+        let stop = stop.unwrap_or(usize::MAX).min(self.items.len());
+        for t in self.items.get(start.min(stop)..stop).unwrap_or_default() {
             if rows {
                 out.append(total_dict(py, t, true, false)?)?;
             } else {
@@ -981,7 +989,7 @@ impl UsageMerge {
                     reported: *reported,
                     unpriced,
                     endings: m.session_endings(*id),
-                    dialect: m.dialect_of(name).map(str::to_owned),
+                    dialect: m.dialect_of(*id).map(str::to_owned),
                 }
             })
             .collect();
