@@ -192,3 +192,49 @@ def test_a_long_dialect_name_is_cut() -> None:
     lines = text.splitlines()
     assert max(len(ln) for ln in lines[:5]) <= report.WIDTH
     assert "a-very-long-mapping-dialect-name-a-very-long" not in text and "…" in lines[2]
+
+
+def test_lazy_sessions_give_the_same_table_and_csv(tmp_path: Any, monkeypatch: Any) -> None:
+    """The table and CSV of the core's fold by session, made from its sessions a chunk at a
+    time (usage.Lazy: bySession and rows never all dicts at once, report.write_table's two
+    passes), are those of the same sums as lists and dicts; chunks of 2 sessions."""
+    import re
+    from pathlib import Path
+    from zoneinfo import ZoneInfo
+
+    from checkfu_fast import _native, _native_dialect, usage
+    from checkfu_fast import prices as _prices
+
+    monkeypatch.setattr(usage, "CHUNK_SESSIONS", 2)
+    examples = Path(__file__).resolve().parents[1] / "docs" / "examples-sessions"
+    claude = (examples / "claude-session.jsonl").read_text()
+    codex = (examples / "codex-rollout.jsonl").read_text()
+    names = []
+    for i in range(5):
+        p = tmp_path / "projects" / f"-home-p{i % 2}" / f"s{i}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(re.sub(r'"(msg_|req_|7f6c1e4a)', rf'"\g<1>{i}x', claude))
+        q = tmp_path / "sessions" / f"rollout-{i}.jsonl"
+        q.parent.mkdir(parents=True, exist_ok=True)
+        q.write_text(codex.replace("019b", f"{i:04x}"))
+        names += [str(p), str(q)]
+    fold = usage.CoreFold(_native, prices=_prices.snapshot(), tz=ZoneInfo("UTC"), by=["session"])
+    assert fold.fold_files(names, _native_dialect("auto"), report.BUDGET)[0] == len(names)
+    docs = []
+    for lazy in (False, True):
+        totals = fold.totals(lazy=lazy)
+        rows = fold.rows(lazy=lazy)
+        assert isinstance(rows, usage.Lazy) == lazy
+        docs.append({"files": 10, **totals, "rows": rows})
+    plain, lazy_doc = docs
+    assert len(plain["rows"]) >= 6
+    want = report.table(plain, ["session"], 10, TZ, _Snap())
+    assert report.table(lazy_doc, ["session"], 10, TZ, _Snap()) == want
+    assert want == _table_then(plain, ["session"], 10, TZ, _Snap())
+    assert report.to_csv(lazy_doc["rows"], ["session"]) == report.to_csv(plain["rows"], ["session"])
+    # the CSV handed over in runs of 1,024 rows: the same text
+    many = list(plain["rows"]) * 700
+    pieces: list[str] = []
+    report.write_csv(iter(many), ["session"], pieces.append)
+    assert len(pieces) == len(many) // 1024 + 1
+    assert "".join(pieces) == report.to_csv(many, ["session"])

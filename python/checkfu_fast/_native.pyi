@@ -288,9 +288,10 @@ class _UsageSessions:
     """Every session's total, by name, kept in the core (``_UsageMerge.group``)."""
 
     def __len__(self) -> int: ...
-    def dicts(self, rows: bool = False) -> list[Any]:
+    def dicts(self, rows: bool = False, start: int = 0, stop: int | None = None) -> list[Any]:
         """The totals (``usage._Acc.as_dict``'s), by name: ``(name, total)`` each, with
-        endings and dialect (``bySession``), or with ``rows`` ``{"session": name, ...}``."""
+        endings and dialect (``bySession``), or with ``rows`` ``{"session": name, ...}``;
+        those from ``start`` up to ``stop``."""
     def write_json(self, write: Callable[[str], Any], rows: bool = False) -> None:
         """The JSON text of ``bySession`` (or with ``rows`` the rows by session) as
         ``report.write_json`` writes it, handed to ``write`` in pieces."""

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, BinaryIO
 
@@ -446,7 +446,25 @@ def _local(iso: str | None, tz: tzinfo) -> str:
 
 def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: Any = None) -> str:
     """The human table: one row per group, then the total, then notes; fits 80 columns
-    (:func:`_fit`). Each cell is made once: the fit works on the columns' widths."""
+    (:func:`_fit`). See :func:`write_table`."""
+    out: list[str] = []
+    write_table(doc, by, files, tz, snapshot, out.append)
+    return "".join(out)
+
+
+def write_table(
+    doc: dict[str, Any],
+    by: list[str],
+    files: int,
+    tz: tzinfo,
+    snapshot: Any,
+    write: Callable[[str], Any],
+) -> None:
+    """:func:`table`'s text handed to ``write`` a run of lines at a time. The rows are gone
+    through twice (``doc["rows"]`` and ``bySession`` may be :class:`~checkfu_fast.usage.Lazy`:
+    made a chunk at a time by the core, never all held): once for the columns' widths, the
+    notes' sources and the fit to 80 columns (:func:`_fit`, worked out on the widths), once
+    for the lines; no row's cells are kept."""
     sessions = doc.get("bySession", {})
     session_only = by == ["session"]
     head = [_HEADS[d] for d in by]
@@ -457,52 +475,66 @@ def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: 
         head.append("Ending")
     text_cols = len(by) + (1 if session_only else 0)
     rows = doc["rows"]
-    texts: list[list[str]] = []  # each row's text cells, uncut
-    ends: list[str] = []  # and its ending (by session)
-    for r in rows:
+
+    def each() -> Iterator[tuple[list[Any], dict[str, Any], dict[str, Any] | None]]:
+        """Per row: its dimensions' values, its total, its session's (by session)."""
+        if session_only and isinstance(sessions, Lazy):
+            # the rows by session are bySession's totals, in the same (name) order
+            for name, s in sessions:
+                yield [name], s, s
+            return
+        for r in rows:
+            yield [r[d] for d in by], r, (sessions.get(r["session"]) if session_only else None)
+
+    def texts(vals: list[Any], s: dict[str, Any] | None) -> list[str]:
+        """A row's text cells, uncut."""
         row: list[str] = []
-        for d in by:
-            v = _local(r["block"], tz) if d == "block" and r["block"] != "unknown" else r[d]
+        for d, v in zip(by, vals, strict=True):
+            v = _local(v, tz) if d == "block" and v != "unknown" else v
             # names come from the input: control characters escaped for the terminal
             row.append(printable(str(v)))
         if session_only:
-            s = sessions.get(r["session"])
             row.append(printable(str((s if s is not None else {}).get("dialect", ""))))
-            ends.append(_endings(s) if s is not None else "-")
-        texts.append(row)
+        return row
+
     total = ["Total"] + [""] * (text_cols - 1)
     total_tail = [_endings(doc["total"])] if session_only else []
-    costs = [_cost(r) for r in rows]
-
-    def numbers(num: Callable[[Any], str]) -> list[list[str]]:
-        out = [
-            [num(r["inputTokens"]), num(r["outputTokens"]), num(r["cachedTokens"])] for r in rows
-        ]
-        t = doc["total"]
-        out.append([num(t["inputTokens"]), num(t["outputTokens"]), num(t["cachedTokens"])])
-        return out
-
-    # the widths of the text columns (before any cut), and of the columns after them
-    longest = [
-        max([len(head[i]), len(total[i]), *(len(t[i]) for t in texts)]) for i in range(text_cols)
-    ]
-    shortest = [max(len(head[i]), len(total[i])) for i in range(text_cols)]
-    cost_w = max([len(head[text_cols + 3]), len(_cost(doc["total"])), *map(len, costs)])
-    tail_w = [max([len(head[-1]), len(total_tail[0]), *map(len, ends)])] if session_only else []
-    nums: dict[Any, list[list[str]]] = {}
+    t = doc["total"]
+    keys = ("inputTokens", "outputTokens", "cachedTokens")
+    # first pass: the widths of the text columns (before any cut), the cost and ending
+    # columns, the counts written in full, and what the notes say of the rows
+    longest = [max(len(head[i]), len(total[i])) for i in range(text_cols)]
+    shortest = list(longest)
+    cost_w = max(len(head[text_cols + 3]), len(_cost(t)))
+    tail_w = max(len(head[-1]), len(total_tail[0])) if session_only else 0
+    sources = {t["source"]}
+    unknown = False
+    count = 0
+    for vals, r, s in each():
+        count += 1
+        for i, c in enumerate(texts(vals, s)):
+            longest[i] = max(longest[i], len(c))
+        cost_w = max(cost_w, len(_cost(r)))
+        if session_only:
+            tail_w = max(tail_w, len(_endings(s) if s is not None else "-"))
+        sources.add(r["source"])
+        unknown = unknown or "unknown" in vals
+    nums: dict[Any, list[int]] = {}
 
     def widths(num: Callable[[Any], str], cut: dict[int, int]) -> list[int]:
-        if num not in nums:
-            nums[num] = numbers(num)
-        cols = [max(len(head[text_cols + k]), *(len(c[k]) for c in nums[num])) for k in range(3)]
+        if num not in nums:  # the count columns' widths with this format (a pass over rows)
+            cols = [max(len(head[text_cols + k]), len(num(t[keys[k]]))) for k in range(3)]
+            for _, r, _ in each():
+                for k in range(3):
+                    cols[k] = max(cols[k], len(num(r[keys[k]])))
+            nums[num] = cols
         text = [
             max(shortest[i], min(longest[i], cut[i])) if i in cut else longest[i]
             for i in range(text_cols)
         ]
-        return [*text, *cols, cost_w, *tail_w]
+        return [*text, *nums[num], cost_w, *([tail_w] if session_only else [])]
 
     num, cut, w = _fit(widths, text_cols)
-    cells = nums[num]
 
     def line(r: list[str]) -> str:
         out = []
@@ -512,26 +544,44 @@ def table(doc: dict[str, Any], by: list[str], files: int, tz: tzinfo, snapshot: 
         return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * x for x in w)
-    out = [line(head), rule]
-    for k, t in enumerate(texts):
-        row = [_cut(c, cut.get(i)) for i, c in enumerate(t)]
-        row += cells[k]
-        row.append(costs[k])
+    write(line(head) + "\n" + rule + "\n")
+    lines: list[str] = []
+    for vals, r, s in each():
+        row = [_cut(c, cut.get(i)) for i, c in enumerate(texts(vals, s))]
+        row += [num(r[k]) for k in keys]
+        row.append(_cost(r))
         if session_only:
-            row.append(ends[k])
-        out.append(line(row))
-    out += [rule, line([*total, *cells[-1], _cost(doc["total"]), *total_tail])]
-    count = len(rows)
+            row.append(_endings(s) if s is not None else "-")
+        lines.append(line(row))
+        if len(lines) >= 1024:
+            write("\n".join(lines) + "\n")
+            lines.clear()
+    if lines:
+        write("\n".join(lines) + "\n")
+    out = [rule, line([*total, *(num(t[k]) for k in keys), _cost(t), *total_tail])]
     what = ",".join(by)
     out.append(f"{files} file(s), {count} row{'s' if count != 1 else ''} by {what}")
-    notes = _notes(doc, by, tz, snapshot)
-    return "\n".join(out + notes) + "\n"
+    notes = _notes(doc, by, tz, snapshot, sources, unknown)
+    write("\n".join(out + notes) + "\n")
 
 
-def _notes(doc: dict[str, Any], by: list[str], tz: tzinfo, snapshot: Any) -> list[str]:
+def _notes(
+    doc: dict[str, Any],
+    by: list[str],
+    tz: tzinfo,
+    snapshot: Any,
+    sources: set[str] | None = None,
+    unknown: bool | None = None,
+) -> list[str]:
+    """The notes under the table (``sources``: the rows' and the total's sources; ``unknown``:
+    whether a row has a dimension ``unknown``; each found in ``doc["rows"]`` where not
+    given)."""
     notes = []
     t = doc["total"]
-    sources = {r["source"] for r in [*doc["rows"], t]}
+    if sources is None:
+        sources = {r["source"] for r in [*doc["rows"], t]}
+    if unknown is None:
+        unknown = any(r.get(d) == "unknown" for r in doc["rows"] for d in by)
     if snapshot is not None and t["estimatedUsd"]:
         notes.append(f"~ estimated at list prices ({snapshot.describe()})")
     elif snapshot is not None:
@@ -542,7 +592,7 @@ def _notes(doc: dict[str, Any], by: list[str], tz: tzinfo, snapshot: Any) -> lis
         notes.append("no price for: " + ", ".join(t["unpricedModels"]))
     if any(d in by for d in ("day", "week", "month", "block")):
         notes.append(f"times in {getattr(tz, 'key', None) or tz}")
-        if any(r.get(d) == "unknown" for r in doc["rows"] for d in by):
+        if unknown:
             notes.append(
                 "unknown: usage whose event has no timestamp (stream formats rarely give one)"
             )
@@ -598,19 +648,31 @@ CSV_FIELDS = (
 )
 
 
-def to_csv(rows: list[dict[str, Any]], by: list[str]) -> str:
+def to_csv(rows: Iterable[dict[str, Any]], by: list[str]) -> str:
     """One CSV line per row: the dimensions, then the totals' fields (empty where absent)."""
+    out: list[str] = []
+    write_csv(rows, by, out.append)
+    return "".join(out)
+
+
+def write_csv(rows: Iterable[dict[str, Any]], by: list[str], write: Callable[[str], Any]) -> None:
+    """:func:`to_csv`'s text handed to ``write`` 1,024 rows at a time (``rows`` may be a
+    :class:`~checkfu_fast.usage.Lazy`: never all held)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     dims = [d for dim in by for d in ((dim, "blockEnd") if dim == "block" else (dim,))]
     w.writerow([*dims, *CSV_FIELDS])
-    for r in rows:
+    for i, r in enumerate(rows, 1):
         vals = [r.get(d) for d in dims]
         for k in CSV_FIELDS:
             v = r.get(k)
             vals.append(" ".join(v) if isinstance(v, list) else v)
         w.writerow(["" if v is None else v for v in vals])
-    return buf.getvalue()
+        if i % 1024 == 0:
+            write(buf.getvalue())
+            buf.seek(0)
+            buf.truncate()
+    write(buf.getvalue())
 
 
 def _by(value: str) -> list[str]:
@@ -735,8 +797,9 @@ def _main(args: argparse.Namespace) -> int:
     else:
         fold = UsageFold(**options)
     files, status = _fold_all(fold, names, dialect, cache, progress, args, status)
-    # --json written as it is made (write_json): the sessions' totals are not all dicts at once
-    lazy = bool(args.json) and isinstance(fold, CoreFold)
+    # every output written as it is made (write_json, write_table, write_csv): the sessions'
+    # totals are never all dicts at once
+    lazy = isinstance(fold, CoreFold)
     try:
         if isinstance(fold, CoreFold):
             totals = fold.totals(by_day="day" in by, lazy=lazy)
@@ -762,12 +825,11 @@ def _main(args: argparse.Namespace) -> int:
     if args.json:
         write_json(doc, sys.stdout.write)
     elif args.csv:
-        sys.stdout.write(to_csv(rows, by))
+        write_csv(rows, by, sys.stdout.write)
     else:
-        text = table(doc, by, files, tz, snap if estimate else None)
+        write_table(doc, by, files, tz, snap if estimate else None, sys.stdout.write)
         if args.active:
-            text += _active_text(doc["active"], tz)
-        sys.stdout.write(text)
+            sys.stdout.write(_active_text(doc["active"], tz))
     return status
 
 

@@ -1178,6 +1178,17 @@ class Lazy:
         return self.n
 
 
+#: Sessions' totals made into dicts at a time by :func:`_chunked`.
+CHUNK_SESSIONS = 1024
+
+
+def _chunked(sessions: Any, *, rows: bool) -> Iterator[Any]:
+    """A ``_UsageSessions``' dicts (``dicts(rows)``'s items), :data:`CHUNK_SESSIONS` at a
+    time: only one chunk of them alive at once."""
+    for start in range(0, len(sessions), CHUNK_SESSIONS):
+        yield from sessions.dicts(rows, start, start + CHUNK_SESSIONS)
+
+
 class CoreFold:
     """:class:`UsageFold`'s :meth:`~UsageFold.merge`, :meth:`~UsageFold.totals`,
     :meth:`~UsageFold.rows` and :meth:`~UsageFold.active_block`, the same values, with the
@@ -1333,7 +1344,7 @@ class CoreFold:
             "byModel": {k: models[k].as_dict() for k in sorted(models)},
             "bySession": (
                 Lazy(
-                    lambda: iter(sessions.dicts()),
+                    lambda: _chunked(sessions, rows=False),
                     len(sessions),
                     pairs=True,
                     text=lambda write: sessions.write_json(write),
@@ -1354,7 +1365,7 @@ class CoreFold:
             if not lazy:
                 return list(sessions.dicts(rows=True))
             return Lazy(
-                lambda: iter(sessions.dicts(rows=True)),
+                lambda: _chunked(sessions, rows=True),
                 len(sessions),
                 pairs=False,
                 text=lambda write: sessions.write_json(write, rows=True),
