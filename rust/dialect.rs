@@ -1,8 +1,9 @@
 //! The dialect interface and the closed set of compiled-in dialects.
 //!
 //! A dialect maps one parsed JSON object to events; it is pure per line, but for the one slot of
-//! per-stream state a stream's engine keeps for it, its [`Context`] (the model a codex rollout
-//! runs, named by its `turn_context` lines and put on its later usage readings). Adding a
+//! per-stream state a stream's engine keeps for it, its [`Context`] (the model and service tier
+//! a codex rollout runs, named by its `turn_context` / `thread_settings_applied` lines and put
+//! on its later usage readings). Adding a
 //! dialect is one new file under `dialects/`, one variant here and its name in [`DIALECTS`].
 
 use std::sync::Arc;
@@ -21,13 +22,53 @@ pub const DIALECTS: [&str; 9] = [
 
 /// What a stream's dialect learned from its earlier lines: owned by the stream's engine (one
 /// per stream, empty at its start), updated by [`Dialect::learn`] before each object line is
-/// mapped and read by [`Dialect::map_in`]. A line that touches the context sets all of it, so
-/// the context at any point is the one the last touching line before it set: a split range
-/// starts with that ([`crate::split`]), a report checkpoint keeps it ([`crate::usage`]).
+/// mapped and read by [`Dialect::map_in`]. Each part is set by the last line before a point that
+/// touches that part ([`Dialect::learn`] says which parts a line touched): a split range starts
+/// with the parts found searching back from its cut, the rest from the previous range's start
+/// ([`crate::split`]), a report checkpoint keeps it ([`crate::usage`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Context {
-    /// The model the stream runs as its lines last named it (codex `turn_context`).
+    /// The model the stream runs as its lines last named it (codex `turn_context`,
+    /// `thread_settings_applied`).
     pub model: Option<String>,
+    /// The speed its requests run at where a line set it (codex's service tier: `fast`), `None`
+    /// for the standard one.
+    pub speed: Option<&'static str>,
+}
+
+/// The parts of a [`Context`] a line touched ([`Dialect::learn`]): bits of [`Context::MODEL`]
+/// and [`Context::SPEED`].
+pub type Parts = u8;
+
+impl Context {
+    pub const MODEL: Parts = 1;
+    pub const SPEED: Parts = 2;
+    /// Every part.
+    pub const ALL: Parts = Context::MODEL | Context::SPEED;
+
+    /// The speeds a context may hold (what [`Context::speed`] names), for a context given back
+    /// from outside (a split plan's, a report checkpoint's).
+    pub const SPEEDS: [&'static str; 3] = ["fast", "flex", "ultrafast"];
+
+    /// The context of a `model` and a `speed` name given back from outside; `None` when the
+    /// speed is not one of [`Context::SPEEDS`].
+    pub fn of(model: Option<String>, speed: Option<&str>) -> Option<Context> {
+        let speed = match speed {
+            None => None,
+            Some(s) => Some(*Context::SPEEDS.iter().find(|k| **k == s)?),
+        };
+        Some(Context { model, speed })
+    }
+
+    /// `self` with the `parts` of `other` over it.
+    pub fn take(&mut self, other: &Context, parts: Parts) {
+        if parts & Context::MODEL != 0 {
+            self.model.clone_from(&other.model);
+        }
+        if parts & Context::SPEED != 0 {
+            self.speed = other.speed;
+        }
+    }
 }
 
 /// One agent CLI's stream format.
@@ -36,10 +77,11 @@ pub trait Dialect {
     /// becomes `status/unknown`.
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>);
 
-    /// Update `ctx` from an object line; true when the line touches it (default: no line does).
-    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
+    /// Update `ctx` from an object line; the parts of it the line touched (default: no line
+    /// touches any).
+    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> Parts {
         let _ = (v, ctx);
-        false
+        0
     }
 
     /// [`Dialect::map`] with the stream's context (default: the context is not read).
@@ -48,11 +90,11 @@ pub trait Dialect {
         self.map(v, out)
     }
 
-    /// Bytes that every line touching the context holds in its text (the JSON as written, some
-    /// of them perhaps spelled as `\u00XX` escapes): lines without are skipped by a split's
-    /// search for the context at a cut. `None`: no line touches it.
-    fn context_mark(&self) -> Option<&'static [u8]> {
-        None
+    /// Byte strings one of which every line touching the context holds in its text (the JSON
+    /// as written, some of its bytes perhaps spelled as `\u00XX` escapes): lines without are
+    /// skipped by a split's search for the context at a cut. Empty: no line touches it.
+    fn context_marks(&self) -> &'static [&'static [u8]] {
+        &[]
     }
 
     /// Line-level fields (session id, parent tool use, native type).
@@ -127,7 +169,7 @@ impl AnyDialect {
     }
 
     /// [`Dialect::learn`] (a mapping file keeps no context).
-    pub fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
+    pub fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> Parts {
         match self {
             AnyDialect::Claude => Claude.learn(v, ctx),
             AnyDialect::Cursor => Cursor.learn(v, ctx),
@@ -135,7 +177,7 @@ impl AnyDialect {
             AnyDialect::Pi => Pi.learn(v, ctx),
             AnyDialect::Grok => Grok.learn(v, ctx),
             AnyDialect::Opencode => Opencode.learn(v, ctx),
-            AnyDialect::Mapped(_) => false,
+            AnyDialect::Mapped(_) => 0,
         }
     }
 
@@ -151,15 +193,15 @@ impl AnyDialect {
         }
     }
 
-    pub fn context_mark(&self) -> Option<&'static [u8]> {
+    pub fn context_marks(&self) -> &'static [&'static [u8]] {
         match self {
-            AnyDialect::Claude => Claude.context_mark(),
-            AnyDialect::Cursor => Cursor.context_mark(),
-            AnyDialect::Codex => Codex.context_mark(),
-            AnyDialect::Pi => Pi.context_mark(),
-            AnyDialect::Grok => Grok.context_mark(),
-            AnyDialect::Opencode => Opencode.context_mark(),
-            AnyDialect::Mapped(_) => None,
+            AnyDialect::Claude => Claude.context_marks(),
+            AnyDialect::Cursor => Cursor.context_marks(),
+            AnyDialect::Codex => Codex.context_marks(),
+            AnyDialect::Pi => Pi.context_marks(),
+            AnyDialect::Grok => Grok.context_marks(),
+            AnyDialect::Opencode => Opencode.context_marks(),
+            AnyDialect::Mapped(_) => &[],
         }
     }
 

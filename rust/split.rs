@@ -32,7 +32,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::budget::{Budget, OutOfMemory};
-use crate::dialect::{AnyDialect, Context};
+use crate::dialect::{AnyDialect, Context, Parts};
 use crate::fields::Sel;
 use crate::framing::plain_start;
 use crate::jsonl::{Stream, READ_CHUNK};
@@ -237,35 +237,39 @@ fn line_end(src: &mut dyn Input, at: u64, hi: u64) -> io::Result<u64> {
 }
 
 /// Whether the `\u00` escape whose two next bytes are `hex` (`None`: past the block, not
-/// known) may spell a byte of `mark`.
-fn escapes_a_mark_byte(hex: Option<&[u8]>, mark: &[u8]) -> bool {
+/// known) may spell a byte of one of `marks`.
+fn escapes_a_mark_byte(hex: Option<&[u8]>, marks: &[&[u8]]) -> bool {
     let Some(&[h, l]) = hex else {
         return true;
     };
     let digit = |c: u8| (c as char).to_digit(16);
     match (digit(h), digit(l)) {
-        (Some(h), Some(l)) => u8::try_from(h * 16 + l).is_ok_and(|b| mark.contains(&b)),
+        (Some(h), Some(l)) => {
+            u8::try_from(h * 16 + l).is_ok_and(|b| marks.iter().any(|m| m.contains(&b)))
+        }
         _ => false,
     }
 }
 
-/// The offset in `block` of the last place a line touching the context may show: the dialect's
-/// `mark`, or a `\u00XX` escape of one of its bytes (the only other way a JSON text can spell
-/// them: no short escape gives a letter, a digit or `_`).
+/// The offset in `block` of the last place a line touching the context may show: one of the
+/// dialect's `marks` (found by `finders`, one per mark), or a `\u00XX` escape of one of their
+/// bytes (the only other way a JSON text can spell them: no short escape gives a letter, a
+/// digit or `_`).
 fn last_mark(
     block: &[u8],
-    marks: &[memchr::memmem::FinderRev<'_>; 2],
-    mark: &[u8],
+    finders: &[memchr::memmem::FinderRev<'_>],
+    escape: &memchr::memmem::FinderRev<'_>,
+    marks: &[&[u8]],
 ) -> Option<usize> {
-    let m = marks[0].rfind(block);
+    let m = finders.iter().filter_map(|f| f.rfind(block)).max();
     let mut lim = block.len();
     // the escapes after the last mark, from the end (a mark has no backslash: none holds an
     // escape's first byte)
-    while let Some(e) = marks[1].rfind(block.get(..lim)?) {
+    while let Some(e) = escape.rfind(block.get(..lim)?) {
         if m.is_some_and(|m| m > e) {
             break;
         }
-        if escapes_a_mark_byte(block.get(e + 4..e + 6), mark) {
+        if escapes_a_mark_byte(block.get(e + 4..e + 6), marks) {
             return Some(e);
         }
         lim = e;
@@ -273,29 +277,32 @@ fn last_mark(
     m
 }
 
-/// The context set by the last line of `[lo, hi)` (both line starts) that touches it, read as
-/// the engine reads it: a line where [`last_mark`] finds a place, from `hi` backwards, framed as
-/// the framer frames it (a BOM at offset 0 skipped, one CR before the LF dropped, over
-/// `max_line_bytes`: not a value), [`prepare`]d and given to [`AnyDialect::learn`].
+/// The parts of the context set by the last lines of `[lo, hi)` (both line starts) that touch
+/// them, with the parts found: lines where [`last_mark`] finds a place, from `hi` backwards
+/// until every part is found, framed as the framer frames them (a BOM at offset 0 skipped, one
+/// CR before the LF dropped, over `max_line_bytes`: not a value), [`prepare`]d and given to
+/// [`AnyDialect::learn`].
 fn last_context(
     src: &mut dyn Input,
     lo: u64,
     hi: u64,
     dialect: &AnyDialect,
-    mark: &[u8],
+    marks: &[&[u8]],
     budget: Budget,
-) -> io::Result<Option<Context>> {
-    let marks = [
-        memchr::memmem::FinderRev::new(mark),
-        memchr::memmem::FinderRev::new(b"\\u00"),
-    ];
+) -> io::Result<(Context, Parts)> {
+    let finders: Vec<memchr::memmem::FinderRev<'_>> =
+        marks.iter().map(memchr::memmem::FinderRev::new).collect();
+    let escape = memchr::memmem::FinderRev::new(b"\\u00");
     // a place across the block's start is found whole in the next block
-    let overlap = mark.len().max(6) as u64 - 1;
+    let longest = marks.iter().map(|m| m.len()).max().unwrap_or(0);
+    let overlap = longest.max(6) as u64 - 1;
     let mut buf = vec![0u8; PROBE];
+    let mut found = Context::default();
+    let mut have: Parts = 0;
     let mut end = hi;
-    while end > lo {
+    while end > lo && have != Context::ALL {
         let (start, block) = block_before(src, &mut buf, lo, end)?;
-        let Some(hit) = last_mark(block, &marks, mark) else {
+        let Some(hit) = last_mark(block, &finders, &escape, marks) else {
             end = if start == lo { lo } else { start + overlap };
             continue;
         };
@@ -326,15 +333,19 @@ fn last_context(
                     prepare(data, None, &budget).map_err(io_oom)?
                 {
                     let mut ctx = Context::default();
-                    if value.is_object() && dialect.learn(&value, &mut ctx) {
-                        return Ok(Some(ctx));
-                    }
+                    let parts = if value.is_object() {
+                        dialect.learn(&value, &mut ctx) & !have
+                    } else {
+                        0
+                    };
+                    found.take(&ctx, parts);
+                    have |= parts;
                 }
             }
         }
         end = ls;
     }
-    Ok(None)
+    Ok((found, have))
 }
 
 /// The dialect context at the start of each of `ranges`: for range `k > 0`, the one the last
@@ -348,15 +359,18 @@ pub fn contexts(
     budget: Budget,
 ) -> io::Result<Vec<Context>> {
     let mut out: Vec<Context> = vec![Context::default()];
-    let Some(mark) = dialect.context_mark() else {
+    let marks = dialect.context_marks();
+    if marks.is_empty() {
         out.resize(ranges.len().max(1), Context::default());
         return Ok(out);
-    };
+    }
     for w in ranges.windows(2) {
         if let &[(lo, _), (hi, _)] = w {
-            let found = last_context(src, lo, hi, dialect, mark, budget)?;
-            let prev = out.last().cloned().unwrap_or_default();
-            out.push(found.unwrap_or(prev));
+            let (found, parts) = last_context(src, lo, hi, dialect, marks, budget)?;
+            // the parts no line of the range touched are the ones it started with
+            let mut ctx = out.last().cloned().unwrap_or_default();
+            ctx.take(&found, parts);
+            out.push(ctx);
         }
     }
     Ok(out)
@@ -1233,17 +1247,21 @@ mod tests {
 
     #[test]
     fn places_are_the_mark_and_escapes_of_its_bytes() {
-        let mark = b"turn_context";
-        let marks = [
-            memchr::memmem::FinderRev::new(mark),
-            memchr::memmem::FinderRev::new(b"\\u00"),
-        ];
-        let at = |b: &[u8]| last_mark(b, &marks, mark);
+        let marks: &[&[u8]] = &[b"turn_context", b"thread_settings_applied"];
+        let finders: Vec<_> = marks.iter().map(memchr::memmem::FinderRev::new).collect();
+        let escape = memchr::memmem::FinderRev::new(b"\\u00");
+        let at = |b: &[u8]| last_mark(b, &finders, &escape, marks);
         assert_eq!(at(br#"{"a":"\u001b[0m \u00e9 \u00zz"}"#), None);
         assert_eq!(at(br#"{"type":"turn_context","x":"\u001b"}"#), Some(9));
         assert_eq!(at(br#"{"type":"\u0074urn_context"}"#), Some(9));
         assert_eq!(at(br#"{"type":"turn\u005Fcontext"}"#), Some(13));
         assert_eq!(at(br#"{"type":"x","t":"\u0074"}"#), Some(17));
+        // the last of either mark
+        let both = br#"{"type":"turn_context"}{"type":"thread_settings_applied"}{"a":"\u0000"}"#;
+        assert_eq!(at(both), Some(32));
+        assert_eq!(at(&both[..30]), Some(9));
+        // an escape of a byte only the second mark has ('h', 0x68)
+        assert_eq!(at(br#"{"t":"\u0068"}"#), Some(6));
         // the escape's digits past the block: maybe
         assert_eq!(at(br#"{"a":"\u00"#), Some(6));
     }
@@ -1268,13 +1286,13 @@ mod tests {
                 0,
                 hi as u64,
                 &AnyDialect::Codex,
-                b"turn_context",
+                AnyDialect::Codex.context_marks(),
                 Budget::default(),
             )
             .ok()
-            .flatten();
+            .filter(|(_, parts)| *parts == Context::MODEL);
             assert_eq!(
-                got.and_then(|c| c.model).as_deref(),
+                got.and_then(|(c, _)| c.model).as_deref(),
                 Some("gpt-x"),
                 "{shift}"
             );

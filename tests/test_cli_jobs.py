@@ -94,8 +94,8 @@ def test_codex_model_context_carries_across_ranges(tmp_path: Path, small_ranges:
         lines += [COUNT % (turn * 100 + i) for i in range(1, 30 + 7 * turn)]
     p = tmp_path / "rollout.jsonl"
     p.write_bytes(b"".join(lines))
-    _, resume, models = _native._split_plan(str(p), "auto", small_ranges)
-    assert resume == "codex" and len(set(models[1:])) == 8  # every turn's model crosses a cut
+    _, resume, contexts = _native._split_plan(str(p), "auto", small_ranges)
+    assert resume == "codex" and len(set(contexts[1:])) == 8  # every turn's model crosses a cut
     want = checkfu_fast.normalize_jsonl(p.read_bytes())
     usage = [json.loads(x)["usage"]["model"] for x in want.splitlines() if b'"usage"' in x]
     assert len(set(usage)) == 8

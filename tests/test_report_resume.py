@@ -225,3 +225,38 @@ def test_the_checkpoint_keeps_the_dialect_context(tmp_path) -> None:
     )
     assert bare[4] is True
     assert json.loads(json.dumps(list(bare[:3]))) != json.loads(json.dumps(list(whole)))
+
+
+def test_the_checkpoint_keeps_the_service_tier(tmp_path) -> None:
+    """The context's service tier (a codex ``thread_settings_applied`` with ``service_tier``
+    ``fast``) is kept too: readings appended after the checkpoint are still fast ones, booked on
+    ``"<model> (fast)"``; a checkpoint naming a speed the core does not know is not used."""
+    t = tmp_path / "t.jsonl"
+    data = (ROOT / "vectors/events/codex/rollout-fast-tier.input.jsonl").read_bytes()
+    rows = data.splitlines(keepends=True)
+    cut = next(i for i, r in enumerate(rows) if b'"token_count"' in r and i > 8)  # fast turn
+    t.write_bytes(b"".join(rows[:cut]))
+    (first,) = native._usage_fold_resume([(str(t), None, None)], "auto", *BUDGET)
+    checkpoint = list(first[3])
+    assert checkpoint[12:] == ["gpt-5.5", "fast"]
+    t.write_bytes(data)
+    (whole,) = native._usage_fold_files([(str(t), None)], "auto", *BUDGET)
+    (got,) = native._usage_fold_resume(
+        [(str(t), None, [*first[:3], checkpoint, first[5]])], "auto", *BUDGET
+    )
+    assert got[4] is True
+    assert json.loads(json.dumps(list(got[:3]))) == json.loads(json.dumps(list(whole)))
+    assert "gpt-5.5 (fast)" in json.dumps(whole)
+    # without the tier the resumed fast readings are booked at the standard tier
+    checkpoint[13] = None
+    (bare,) = native._usage_fold_resume(
+        [(str(t), None, [*first[:3], checkpoint, first[5]])], "auto", *BUDGET
+    )
+    assert json.loads(json.dumps(list(bare[:3]))) != json.loads(json.dumps(list(whole)))
+    # a checkpoint naming a speed the core does not know is not resumed: the file is read whole
+    checkpoint[13] = "warp"
+    (foreign,) = native._usage_fold_resume(
+        [(str(t), None, [*first[:3], checkpoint, first[5]])], "auto", *BUDGET
+    )
+    assert foreign[4] is False
+    assert json.loads(json.dumps(list(foreign[:3]))) == json.loads(json.dumps(list(whole)))

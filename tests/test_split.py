@@ -50,8 +50,8 @@ def test_the_goldens_are_really_split() -> None:
     split = 0
     for p in GOLDEN:
         data = p.read_bytes()
-        ranges, resume, models = _native._split_plan(str(p), "auto", 97)
-        assert len(models) == len(ranges) and models[0] is None
+        ranges, resume, contexts = _native._split_plan(str(p), "auto", 97)
+        assert len(contexts) == len(ranges) and contexts[0] == (None, None)
         assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
         for (_, a), (b, _) in itertools.pairwise(ranges):
             assert a == b and data[a - 1 : a] == b"\n"
@@ -138,7 +138,7 @@ def test_split_equals_sequential_on_generated_streams(
 
 def test_a_range_starts_with_the_model_of_the_last_turn_context(tmp_path: Path) -> None:
     """A codex rollout's usage readings name the model of the last ``turn_context`` before them
-    (docs/events.md): a range cut after it starts with that model (the plan's ``models``), in
+    (docs/events.md): a range cut after it starts with that model (the plan's ``contexts``), in
     ``normalize_files`` and in the private range calls ``checkfu_fast.dask`` makes."""
     tc = b'{"type":"turn_context","payload":{"cwd":"/p","model":"%s"}}\n'
     count = (
@@ -160,13 +160,74 @@ def test_a_range_starts_with_the_model_of_the_last_turn_context(tmp_path: Path) 
     for size in (1, 150, 1000):
         (got,) = checkfu_fast.normalize_files([p], jobs=2, _split_bytes=size)
         assert got == want, size
-    ranges, resume, plan_models = _native._split_plan(str(p), "auto", 150)
+    ranges, resume, contexts = _native._split_plan(str(p), "auto", 150)
     assert resume == "codex" and len(ranges) > 10
-    assert plan_models[0] is None
-    assert set(plan_models[1:]) == {"gpt-a", "gpt-b"}
+    assert contexts[0] == (None, None)
+    assert set(contexts[1:]) == {("gpt-a", None), ("gpt-b", None)}
     events = []
-    for k, ((start, end), model) in enumerate(zip(ranges, plan_models, strict=True)):
+    for k, ((start, end), ctx) in enumerate(zip(ranges, contexts, strict=True)):
         d = "auto" if k == 0 else resume
         last = k + 1 == len(ranges)
-        events += _native._normalize_range(data[start:end], d, start, last, model=model)
+        events += _native._normalize_range(data[start:end], d, start, last, context=ctx)
     assert [e["usage"]["model"] for e in events if e["kind"] == "usage"] == models
+
+
+def test_a_range_starts_with_the_service_tier_of_an_earlier_line(tmp_path: Path) -> None:
+    """A codex rollout's service tier (``thread_settings_applied``, or an older build's
+    ``turn_context.service_tier``) and its model are set by different lines: a range starts
+    with each part from the last line before it that set that part, however many
+    ``turn_context`` lines (model only) came after the tier was set."""
+    tc = b'{"type":"turn_context","payload":{"cwd":"/p","model":"%s"}}\n'
+    old_tc = b'{"type":"turn_context","payload":{"model":"%s","service_tier":"%s"}}\n'
+    settings = (
+        b'{"type":"event_msg","payload":{"type":"thread_settings_applied",'
+        b'"thread_settings":{"model":"%s","service_tier":"%s"}}}\n'
+    )
+    default = (
+        b'{"type":"event_msg","payload":{"type":"thread_settings_applied","thread_settings":{}}}\n'
+    )
+    count = (
+        b'{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":'
+        b'{"input_tokens":%d,"output_tokens":1}}}}\n'
+    )
+    n = iter(range(1, 10**6))
+    turns = lambda m: [tc % m] + [count % next(n) for _ in range(6)]  # noqa: E731
+    data = b"".join(
+        [old_tc % (b"gpt-a", b"priority")]
+        + [count % next(n) for _ in range(5)]
+        + [settings % (b"gpt-b", b"fast")]
+        + turns(b"gpt-c") * 1
+        + turns(b"gpt-d")
+        + turns(b"gpt-e")
+        + [default]
+        + turns(b"gpt-f")
+        + turns(b"gpt-g")
+        + [settings % (b"gpt-h", b"flex")]
+        + turns(b"gpt-i")
+        + [settings % (b"gpt-j", b"scale")]  # a tier not known here: the default
+        + turns(b"gpt-k")
+    )
+    p = write(tmp_path, data)
+    want = checkfu_fast.normalize_jsonl(data)
+    evs = [json.loads(line) for line in want.splitlines()]
+    got = [(e["usage"]["model"], e.get("speed")) for e in evs if e["kind"] == "usage"]
+    assert got == (
+        [("gpt-a", "fast")] * 5
+        + [("gpt-c", "fast")] * 6 + [("gpt-d", "fast")] * 6 + [("gpt-e", "fast")] * 6
+        + [("gpt-f", None)] * 6 + [("gpt-g", None)] * 6
+        + [("gpt-i", "flex")] * 6 + [("gpt-k", None)] * 6
+    )  # fmt: skip
+    assert want == checkfu_fast.reference.normalize_jsonl(data)
+    for size in (1, 100, 150, 400, 1000):
+        (got_files,) = checkfu_fast.normalize_files([p], jobs=2, _split_bytes=size)
+        assert got_files == want, size
+    ranges, resume, contexts = _native._split_plan(str(p), "auto", 100)
+    assert ("gpt-d", "fast") in contexts and ("gpt-g", None) in contexts
+    events = []
+    for k, ((start, end), ctx) in enumerate(zip(ranges, contexts, strict=True)):
+        d = "auto" if k == 0 else resume
+        events += _native._normalize_range(data[start:end], d, start, k + 1 == len(ranges),
+                                           context=ctx)  # fmt: skip
+    assert [(e["usage"]["model"], e.get("speed")) for e in events if e["kind"] == "usage"] == got
+    with pytest.raises(ValueError, match="speed"):
+        _native._normalize_range(data, "codex", 1, True, context=("gpt-x", "warp"))

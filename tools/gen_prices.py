@@ -13,9 +13,10 @@ dated ids), and every standard price in force from a start date (``StartDateCons
 with input, output, cache read, cache write (5-minute) and 1-hour cache write prices in USD per
 million tokens, tiered ones (long context: the whole request at the tier's price when its input
 tokens exceed the tier's start) as ``{"base", "tiers"}``; and the request variants a CLI's log
-can select, ``speed`` (Anthropic's fast mode: ``price_variants`` with ``when={"speed": ...}``),
-each as the prices it overrides, from its start date. Left out: the other request variants
-(batch, service tiers, routes: no CLI log says them), time-of-day prices
+can select, ``speed`` (Anthropic's fast mode: ``price_variants`` with ``when={"speed": ...}``)
+and the ``service_tier`` ones a Codex rollout names (``fast``, ``flex``, ``ultrafast``), each as
+the prices it overrides, from its start date. Left out: the other request variants (batch, the
+other service tiers, routes: no CLI log says them), time-of-day prices
 (``TimeOfDateConstraint``: the price without it applies), and non-token prices (audio, images,
 web searches, requests).
 """
@@ -112,16 +113,22 @@ def prices(model: Any) -> list[dict[str, Any]]:
     return out
 
 
-#: the request contexts of ``price_variants`` a CLI's log names (docs/prices.md)
-VARIANT_KEYS = ("speed",)
+#: the request contexts of ``price_variants`` a CLI's log names (docs/prices.md), and the values
+#: kept: Anthropic's ``speed`` (fast mode), and OpenAI's ``service_tier`` where it is a speed a
+#: Codex rollout names (its fast mode is the ``fast`` tier, priced as ``priority``; ``flex``,
+#: ``ultrafast``)
+VARIANT_KEYS = {"speed": None, "service_tier": ("fast", "flex", "ultrafast")}
 
 
 def variants(model: Any) -> list[dict[str, Any]]:
-    """The model's ``speed`` variants, in the source's order (the first that applies wins
-    each price): ``{"when": {...}, "since": date | None, <the prices it overrides>}``."""
+    """The model's ``speed`` and ``service_tier`` variants (:data:`VARIANT_KEYS`), in the
+    source's order (the first that applies wins each price): ``{"when": {...}, "since": date |
+    None, <the prices it overrides>}``."""
     out = []
     for v in model.price_variants or ():
-        if set(v.when) - set(VARIANT_KEYS):
+        if set(v.when) - set(VARIANT_KEYS) or any(
+            VARIANT_KEYS[k] is not None and x not in VARIANT_KEYS[k] for k, x in v.when.items()
+        ):
             continue
         c = v.constraint
         if c is not None and type(c).__name__ == "TimeOfDateConstraint":

@@ -138,10 +138,10 @@ def _normalize_range_arrow(
     max_nodes: int = 1000000,
     batch_rows: int = ...,
     fields: _Fields = None,
-    model: str | None = None,
+    context: tuple[str | None, str | None] | None = None,
 ) -> ArrowEvents:
-    """Private: the Arrow batches of one range of a ``_split_plan`` (``model``: the plan's
-    model for the range)."""
+    """Private: the Arrow batches of one range of a ``_split_plan`` (``context``: the plan's
+    ``(model, speed)`` for the range)."""
 
 def _normalize_files_arrow(
     inputs: list[str],
@@ -162,10 +162,11 @@ def _split_plan(
     max_line_bytes: int = ...,
     max_depth: int = 64,
     max_nodes: int = 1000000,
-) -> tuple[list[tuple[int, int]], str | None, list[str | None]]:
-    """Private: ``(ranges, resume, models)``: a file's byte ranges cut at newlines
+) -> tuple[list[tuple[int, int]], str | None, list[tuple[str | None, str | None]]]:
+    """Private: ``(ranges, resume, contexts)``: a file's byte ranges cut at newlines
     (rust/split.rs), the dialect name of every range after the first (None for one range), and
-    per range the model of the dialect context at its start (codex ``turn_context``)."""
+    per range the dialect context at its start, ``(model, speed)`` (codex ``turn_context`` /
+    ``thread_settings_applied``)."""
 
 def _normalize_range(
     data: bytes,
@@ -176,10 +177,10 @@ def _normalize_range(
     max_depth: int = 64,
     max_nodes: int = 1000000,
     fields: _Fields = None,
-    model: str | None = None,
+    context: tuple[str | None, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Private: the events of one range of a ``_split_plan`` (``seq`` from 0 in the range;
-    ``model``: the plan's model for the range)."""
+    ``context``: the plan's ``(model, speed)`` for the range)."""
 
 def _rebase_jsonl(data: bytes, base: int) -> tuple[bytes, int]:
     """Private: ``(jsonl, lines)``: a range's JSONL with ``seq`` numbered from ``base``
@@ -358,7 +359,7 @@ class Normalizer:
     def _range(
         dialect: str | Mapping,
         offset: int,
-        model: str | None = None,
+        context: tuple[str | None, str | None] | None = None,
         max_line_bytes: int = ...,
         max_depth: int = 64,
         max_nodes: int = 1000000,

@@ -213,9 +213,9 @@ def range_bytes(jobs: int) -> int:
 class _Range:
     """One unit of ``--jobs`` work: file ``index`` (``name``) whole (``k`` None), or range
     ``k`` ``[start, end)`` of its split plan (rust/split.rs), normalized with ``dialect`` from
-    the dialect context's ``model``; ``last`` finishes the stream."""
+    the dialect context (``(model, speed)``); ``last`` finishes the stream."""
 
-    __slots__ = ("dialect", "end", "index", "k", "last", "model", "name", "start")
+    __slots__ = ("context", "dialect", "end", "index", "k", "last", "name", "start")
 
     def __init__(
         self,
@@ -226,10 +226,10 @@ class _Range:
         end: int = 0,
         last: bool = True,
         dialect: Any = None,
-        model: str | None = None,
+        context: tuple[str | None, str | None] | None = None,
     ) -> None:
         self.index, self.name, self.k, self.start, self.end = index, name, k, start, end
-        self.last, self.dialect, self.model = last, dialect, model
+        self.last, self.dialect, self.context = last, dialect, context
 
 
 def _ranges(
@@ -259,10 +259,10 @@ def _ranges(
         if plan is None or len(plan[0]) < 2:
             yield _Range(i, name)
             continue
-        ranges, resume, models = plan
+        ranges, resume, contexts = plan
         for k, (start, end) in enumerate(ranges):
             d = native if k == 0 or args.dialect != "auto" else resume
-            yield _Range(i, name, k, start, end, k + 1 == len(ranges), d, models[k])
+            yield _Range(i, name, k, start, end, k + 1 == len(ranges), d, contexts[k])
 
 
 def _fd_1(out: Any) -> bool:
@@ -385,7 +385,7 @@ def _parallel_units(
                     put((len(chunk), n.feed_jsonl(chunk)))
             put((0, n.finish_jsonl()))
             return
-        r = _native.Normalizer._range(unit.dialect, unit.start, unit.model, *budgets, source,
+        r = _native.Normalizer._range(unit.dialect, unit.start, unit.context, *budgets, source,
                                       fields)  # fmt: skip
         with open(unit.name, "rb", buffering=0) as f:
             pos = unit.start

@@ -85,15 +85,15 @@ def _partition(
     last: bool,
     budgets: tuple[int, int, int],
     fields: list[str] | None = None,
-    model: str | None = None,
+    context: tuple[str | None, str | None] | None = None,
 ) -> Frame:
-    """One range's rows, ``seq`` from 0 within the range (``model``: the dialect context's at
+    """One range's rows, ``seq`` from 0 within the range (``context``: the dialect context at
     its start, from the plan)."""
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(end - start)
     batches = _native._normalize_range_arrow(
-        data, _native_dialect(dialect), start, last, *budgets, 65536, fields, model
+        data, _native_dialect(dialect), start, last, *budgets, 65536, fields, context
     )
     return events_frame(batches, path)
 
@@ -142,13 +142,13 @@ def read_events(
     native = _native_dialect(arg)
     parts = []
     for path in files:
-        ranges, resume, models = _native._split_plan(path, native, split_bytes, *budgets)
+        ranges, resume, contexts = _native._split_plan(path, native, split_bytes, *budgets)
         counts: list[Any] = []
         for k, (start, end) in enumerate(ranges):
             d = arg if k == 0 or dialect != "auto" else resume
             last = k + 1 == len(ranges)
             frame = delayed(_partition, pure=True)(
-                path, start, end, d, last, budgets, keep, models[k]
+                path, start, end, d, last, budgets, keep, contexts[k]
             )
             parts.append(delayed(_shift, pure=True)(frame, *counts))
             counts.append(delayed(_count, pure=True)(frame))

@@ -21,11 +21,12 @@ lacks falls back: 1-hour writes to cache writes, cache reads and writes to input
 ``above``, all its tokens of that kind cost the tier's price. An unknown model has no cost
 (``None``), never 0.
 
-A request run at another speed (Anthropic's fast mode: the event's ``speed``) is looked up as
-``"<model> (<speed>)"`` (``claude-opus-4-8 (fast)``; the usage totals name it so in
-``byModel``): the model's prices with its ``speed`` variant's overrides. A model without that
-variant is not priced (``None``): its fast requests are listed as unpriced, never costed at the
-standard rate.
+A request run at another speed (the event's ``speed``: Anthropic's fast mode, Codex's fast
+service tier) is looked up as ``"<model> (<speed>)"`` (``claude-opus-4-8 (fast)``,
+``gpt-5.5 (fast)``; the usage totals name it so in ``byModel``): the model's prices with the
+overrides of its variants for that speed (``{"speed": "fast"}``, or OpenAI's
+``{"service_tier": "fast"}``). A model without such a variant is not priced (``None``): its fast
+requests are listed as unpriced, never costed at the standard rate.
 """
 
 from __future__ import annotations
@@ -44,13 +45,21 @@ FORMAT = "checkfu-fast-prices/1"
 # the prices of a model, in the order the core takes them (usage.CoreFold)
 PRICE_KEYS = _KEYS = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h")
 _COMPACT_DATE = re.compile(r"(.*-)(\d{4})(\d{2})(\d{2})$")
+
+
+def _at_speed(speed: str) -> tuple[dict[str, str], ...]:
+    """The variants' ``when`` that select a request at ``speed``: Anthropic's speed, OpenAI's
+    service tier of that name (Codex's fast mode is its ``fast`` tier)."""
+    return ({"speed": speed}, {"service_tier": speed})
+
+
 # a request's speed beside its model, as the usage totals name it: "claude-opus-4-8 (fast)"
 _SPEED = re.compile(r"(.+) \(([a-z0-9_-]+)\)")
 #: The sha256 of the shipped snapshot's bytes (``data/prices.json``), which
 #: tests/test_prices.py validates: :func:`snapshot` does not validate these bytes again at
 #: every start (a tenth of a second of each ``report``); other bytes are validated as any
 #: price file. tools/gen_prices.py prints the hash of what it writes.
-SHIPPED_SHA256 = "6b303a5f1aa5ec005cde0acea9cc191ba3367586ef8a331f099cf3bd8b8c5788"
+SHIPPED_SHA256 = "95aab4e87ba3b62fabdd4a63266af2f6382228c09e28574ec0d8d19a3ea88ef0"
 
 
 class PriceError(ValueError):
@@ -149,9 +158,10 @@ class ModelPrice:
 
     def at_speed(self, speed: str) -> ModelPrice | None:
         """These prices for a request at ``speed`` (``fast``): each period with the overrides of
-        the ``{"speed": speed}`` variants in force from its start (the first variant in force
-        wins each price), or ``None`` when no variant names that speed."""
-        mine = [v for v in self.variants if v.get("when") == {"speed": speed}]
+        the ``{"speed": speed}`` or ``{"service_tier": speed}`` variants in force from its start
+        (the first variant in force wins each price), or ``None`` when no variant names that
+        speed."""
+        mine = [v for v in self.variants if v.get("when") in _at_speed(speed)]
         if not mine:
             return None
         starts = {p.get("since") for p in self.prices} | {v.get("since") for v in mine}

@@ -34,7 +34,7 @@ from . import __version__
 from .paths import Stamp, stamp_of
 
 #: Bumped whenever what a summary holds, or how it is made, changes.
-VERSION = 7
+VERSION = 8
 FORMAT = "checkfu_fast report cache"
 MEMO_FORMAT = "checkfu_fast report memo"
 #: Bytes hashed from the start of each file.

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::dialect::{Context, Dialect};
+use crate::dialect::{Context, Dialect, Parts};
 use crate::event::{
     action, cache_writes, classify, compaction_tokens, content_blocks, content_text, error,
     line_extras, msg, name_or_unknown, nonempty, or_str, reasoning_tokens, status, tool_call,
@@ -107,38 +107,59 @@ impl Dialect for Codex {
 
     /// A rollout's `turn_context` names the model of the readings that follow (a later one
     /// that names another replaces it): a string `payload.model` sets it (`""`: none known),
-    /// a `turn_context` without one leaves it.
-    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> bool {
-        if !v.str_eq("type", "turn_context") {
-            return false;
-        }
-        match v
-            .get("payload")
-            .filter(|p| p.is_object())
-            .and_then(|p| p.str_at("model"))
-        {
-            Some(m) => {
+    /// a `turn_context` without one leaves it; an older build's `payload.service_tier` sets
+    /// their speed ([`tier_speed`]). An `event_msg` `thread_settings_applied` (2026: the
+    /// thread's settings after `/model`, `/fast`, ...) sets both from `thread_settings`: its
+    /// `model`, and its `service_tier` (absent: the default tier).
+    fn learn(&self, v: &Value<'_>, ctx: &mut Context) -> Parts {
+        let Some(p) = v.get("payload").filter(|p| p.is_object()) else {
+            return 0;
+        };
+        let mut parts = 0;
+        if v.str_eq("type", "turn_context") {
+            if let Some(m) = p.str_at("model") {
                 ctx.model = Some(m).filter(|m| !m.is_empty()).map(str::to_owned);
-                true
+                parts |= Context::MODEL;
             }
-            None => false,
+            if let Some(t) = p.str_at("service_tier") {
+                ctx.speed = tier_speed(t);
+                parts |= Context::SPEED;
+            }
+        } else if v.str_eq("type", "event_msg") && p.str_eq("type", "thread_settings_applied") {
+            let Some(s) = p.get("thread_settings").filter(|s| s.is_object()) else {
+                return 0;
+            };
+            if let Some(m) = s.str_at("model") {
+                ctx.model = Some(m).filter(|m| !m.is_empty()).map(str::to_owned);
+                parts |= Context::MODEL;
+            }
+            ctx.speed = s.str_at("service_tier").and_then(tier_speed);
+            parts |= Context::SPEED;
         }
+        parts
     }
 
-    /// A usage reading that names no model (`info.model`) gets the stream's.
+    /// A usage reading that names no model (`info.model`) gets the stream's, and the stream's
+    /// speed where it runs at one.
     fn map_in<'v>(&self, v: &'v Value<'v>, ctx: &Context, out: &mut Vec<Event<'v>>) {
         self.map(v, out);
-        if let Some(m) = &ctx.model {
-            for u in out.iter_mut().filter_map(|e| e.usage.as_mut()) {
+        if ctx.model.is_none() && ctx.speed.is_none() {
+            return;
+        }
+        for ev in out.iter_mut().filter(|e| e.usage.is_some()) {
+            if let (Some(m), Some(u)) = (&ctx.model, ev.usage.as_mut()) {
                 if u.model == UNKNOWN {
                     u.model = Cow::Owned(m.clone());
                 }
             }
+            if let Some(speed) = ctx.speed {
+                ev.x().speed = Some(speed);
+            }
         }
     }
 
-    fn context_mark(&self) -> Option<&'static [u8]> {
-        Some(b"turn_context")
+    fn context_marks(&self) -> &'static [&'static [u8]] {
+        &[b"turn_context", b"thread_settings_applied"]
     }
 
     fn meta<'v>(&self, v: &'v Value<'v>) -> LineMeta<'v> {
@@ -1220,9 +1241,27 @@ fn event_msg<'v>(p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
                 _ => out.push(status("progress", it.map(Cow::Borrowed))),
             }
         }
+        // the thread's settings after a change (its model and service tier: `learn`)
+        "thread_settings_applied" => {
+            let model = p.get("thread_settings").and_then(|s| s.str_at("model"));
+            let text = model.filter(|m| !m.is_empty()).unwrap_or(t);
+            out.push(status("progress", Some(Cow::Borrowed(text))))
+        }
         t if EVENT_PROGRESS.contains(&t) => out.push(status("progress", Some(Cow::Borrowed(t)))),
         _ => {}
     }
+}
+
+/// The speed a Codex service tier runs requests at, as the events' `speed` names it: `fast`
+/// for Codex's fast mode (the config's `fast`, the API's `priority`), `flex` and `ultrafast`
+/// as named; `None` for the standard tier (`default`, `auto`, `standard`) and for a tier not
+/// known here.
+fn tier_speed(tier: &str) -> Option<&'static str> {
+    let speed = match tier {
+        "priority" => "fast",
+        t => t,
+    };
+    Context::SPEEDS.iter().copied().find(|s| *s == speed)
 }
 
 fn or_plan(text: Option<&str>) -> &str {
@@ -1336,6 +1375,90 @@ mod tests {
         let escaped = r#"{"type":"turn\u005fcontext","payload":{"model":"gpt-e"}}"#;
         assert_eq!(models(&[escaped, count]), ["gpt-e"]);
         assert!(escaped.contains("\\u"));
+    }
+
+    #[test]
+    fn the_service_tier_sets_the_speed_of_later_readings() {
+        let speeds = |lines: &[&str]| -> Vec<(String, Option<String>)> {
+            let mut ctx = Context::default();
+            let mut got = Vec::new();
+            for line in lines {
+                let Ok((v, _)) = crate::parse::parse(line) else {
+                    panic!("bad test json")
+                };
+                let mut out = Vec::new();
+                Codex.learn(&v, &mut ctx);
+                Codex.map_in(&v, &ctx, &mut out);
+                for e in &out {
+                    if let Some(u) = &e.usage {
+                        let speed = e.extra.as_deref().and_then(|x| x.speed);
+                        got.push((u.model.to_string(), speed.map(str::to_owned)));
+                    }
+                }
+            }
+            got
+        };
+        let count = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"output_tokens":1}}}}"#;
+        let set = |m: &str, tier: &str| {
+            format!(
+                r#"{{"type":"event_msg","payload":{{"type":"thread_settings_applied","thread_settings":{{"model":"{m}"{tier}}}}}}}"#
+            )
+        };
+        let fast = set("gpt-f", r#","service_tier":"fast""#);
+        let priority = set("gpt-p", r#","service_tier":"priority""#);
+        let flex = set("gpt-x", r#","service_tier":"flex""#);
+        let unknown = set("gpt-u", r#","service_tier":"scale""#);
+        let default = set("gpt-d", "");
+        let tc = r#"{"type":"turn_context","payload":{"model":"gpt-t"}}"#;
+        let old =
+            r#"{"type":"turn_context","payload":{"model":"gpt-o","service_tier":"priority"}}"#;
+        let s = |m: &str, sp: Option<&str>| (m.to_owned(), sp.map(str::to_owned));
+        assert_eq!(
+            speeds(&[count, &fast, count, tc, count, &default, count, &priority, count]),
+            [
+                s("unknown", None),
+                s("gpt-f", Some("fast")),
+                s("gpt-t", Some("fast")), // a turn_context without a tier keeps it
+                s("gpt-d", None),
+                s("gpt-p", Some("fast")),
+            ]
+        );
+        assert_eq!(
+            speeds(&[&flex, count, &unknown, count, old, count]),
+            [
+                s("gpt-x", Some("flex")),
+                s("gpt-u", None),
+                s("gpt-o", Some("fast"))
+            ]
+        );
+        // which parts each line touches
+        let parts = |line: &str| {
+            let Ok((v, _)) = crate::parse::parse(line) else {
+                panic!("bad test json")
+            };
+            Codex.learn(&v, &mut Context::default())
+        };
+        assert_eq!(parts(tc), Context::MODEL);
+        assert_eq!(parts(old), Context::ALL);
+        assert_eq!(parts(&default), Context::ALL);
+        assert_eq!(
+            parts(
+                r#"{"type":"event_msg","payload":{"type":"thread_settings_applied","thread_settings":{}}}"#
+            ),
+            Context::SPEED
+        );
+        assert_eq!(parts(count), 0);
+        // the line maps to status/progress naming the model
+        let Ok((v, _)) = crate::parse::parse(&fast) else {
+            panic!("bad test json")
+        };
+        let mut out = Vec::new();
+        Codex.map(&v, &mut out);
+        let [ev] = out.as_slice() else {
+            panic!("one event")
+        };
+        assert_eq!((ev.kind, &*ev.subtype), ("status", "progress"));
+        assert_eq!(ev.text.as_deref(), Some("gpt-f"));
     }
 
     #[test]

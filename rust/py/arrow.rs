@@ -228,11 +228,11 @@ pub fn is_cancelled(e: &Failure) -> bool {
 }
 
 /// Private (`checkfu_fast.dask`): the Arrow batches of one range of a `_split_plan` (bytes
-/// `data` at stream offset `offset`; `super::range_engine`, `model` the plan's for the range),
+/// `data` at stream offset `offset`; `super::range_engine`, `context` the plan's for the range),
 /// the stream finished only when `last`. `seq` counts from 0 within the range; positions are
 /// the stream's.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS, fields = None, model = None))]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, batch_rows = BATCH_ROWS, fields = None, context = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _normalize_range_arrow(
     py: Python<'_>,
@@ -245,13 +245,13 @@ pub fn _normalize_range_arrow(
     max_nodes: i64,
     batch_rows: usize,
     fields: Option<&Bound<'_, PyAny>>,
-    model: Option<String>,
+    context: Option<(Option<String>, Option<String>)>,
 ) -> PyResult<ArrowEvents> {
     if batch_rows == 0 {
         return Err(PyValueError::new_err("batch_rows must be at least 1"));
     }
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let engine = super::range_engine(dialect_arg(dialect)?, budget, offset, model)?;
+    let engine = super::range_engine(dialect_arg(dialect)?, budget, offset, context)?;
     batches(py, engine, &data, last, batch_rows, fields_arg(fields)?)
 }
 

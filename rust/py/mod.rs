@@ -450,14 +450,32 @@ fn io_err(e: std::io::Error) -> PyErr {
     }
 }
 
-/// `(ranges, resume, models)` of [`_split_plan`].
-type SplitPlan = (Vec<(u64, u64)>, Option<&'static str>, Vec<Option<String>>);
+/// A dialect context as Python sees it: `(model, speed)`.
+pub(crate) type PyContext = (Option<String>, Option<&'static str>);
 
-/// Private (`checkfu_fast.dask`): the split plan of one file, `(ranges, resume, models)`: byte
-/// ranges `(start, end)` in order, cut right after LFs where nothing but the dialect and its
-/// context crosses the cut (`split.rs`), the name of the dialect of every range after the first
-/// (None for one range), and per range the model of the dialect context at its start (None:
-/// none). The GIL is released.
+/// `(ranges, resume, contexts)` of [`_split_plan`].
+type SplitPlan = (Vec<(u64, u64)>, Option<&'static str>, Vec<PyContext>);
+
+/// The [`crate::dialect::Context`] of a `(model, speed)` given back (None: the empty one).
+pub(crate) fn context_arg(
+    c: Option<(Option<String>, Option<String>)>,
+) -> PyResult<crate::dialect::Context> {
+    let Some((model, speed)) = c else {
+        return Ok(crate::dialect::Context::default());
+    };
+    crate::dialect::Context::of(model, speed.as_deref()).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "a context's speed is one of {:?} or None",
+            crate::dialect::Context::SPEEDS
+        ))
+    })
+}
+
+/// Private (`checkfu_fast.dask`): the split plan of one file, `(ranges, resume, contexts)`:
+/// byte ranges `(start, end)` in order, cut right after LFs where nothing but the dialect and
+/// its context crosses the cut (`split.rs`), the name of the dialect of every range after the
+/// first (None for one range), and per range the dialect context at its start as `(model,
+/// speed)` (each None: none). The GIL is released.
 #[pyfunction]
 #[pyo3(signature = (path, dialect, split_bytes, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000))]
 fn _split_plan<'py>(
@@ -480,11 +498,15 @@ fn _split_plan<'py>(
             split::plan(&mut src, dialect, budget, split_bytes)
         })
         .map_err(io_err)?;
-    let models = plan.contexts.into_iter().map(|c| c.model).collect();
+    let contexts = plan
+        .contexts
+        .into_iter()
+        .map(|c| (c.model, c.speed))
+        .collect();
     Ok((
         plan.ranges,
         plan.resume.as_ref().map(AnyDialect::name),
-        models,
+        contexts,
     ))
 }
 
@@ -546,21 +568,16 @@ fn _write_jsonl(
 
 /// The engine for bytes `data` = range `[offset, ..)` of a stream split by `_split_plan`: range
 /// 0 (`offset == 0`) is the stream's head with `dialect`; a later range is resumed at `offset`
-/// with `dialect` (the plan's `resume`) and the dialect context's `model` (the plan's).
+/// with `dialect` (the plan's `resume`) and the dialect context (the plan's `(model, speed)`).
 pub(crate) fn range_engine(
     dialect: Option<AnyDialect>,
     budget: Budget,
     offset: u64,
-    model: Option<String>,
+    context: Option<(Option<String>, Option<String>)>,
 ) -> PyResult<Engine> {
     match (offset, dialect) {
         (0, d) => Ok(Engine::new(d, budget)),
-        (_, Some(d)) => Ok(Engine::resume(
-            d,
-            budget,
-            offset,
-            crate::dialect::Context { model },
-        )),
+        (_, Some(d)) => Ok(Engine::resume(d, budget, offset, context_arg(context)?)),
         (_, None) => Err(PyValueError::new_err(
             "a range after the first needs its plan's dialect, not auto",
         )),
@@ -568,10 +585,10 @@ pub(crate) fn range_engine(
 }
 
 /// Private (`checkfu_fast.dask`, tests): the event dicts of one range of a `_split_plan`
-/// ([`range_engine`], `model` the plan's for the range; the stream is finished only when
+/// ([`range_engine`], `context` the plan's for the range; the stream is finished only when
 /// `last`). `seq` counts from 0 within the range.
 #[pyfunction]
-#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None, model = None))]
+#[pyo3(signature = (data, dialect, offset, last, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, fields = None, context = None))]
 #[allow(clippy::too_many_arguments)]
 fn _normalize_range<'py>(
     py: Python<'py>,
@@ -583,10 +600,10 @@ fn _normalize_range<'py>(
     max_depth: i64,
     max_nodes: i64,
     fields: Option<&Bound<'py, PyAny>>,
-    model: Option<String>,
+    context: Option<(Option<String>, Option<String>)>,
 ) -> PyResult<Bound<'py, PyList>> {
     let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-    let engine = range_engine(dialect_arg(dialect)?, budget, offset, model)?;
+    let engine = range_engine(dialect_arg(dialect)?, budget, offset, context)?;
     let sel = fields_arg(fields)?;
     no_panic(|| dicts(py, engine, &data, last, sel))
 }
@@ -703,16 +720,16 @@ impl Normalizer {
 
     /// Private (`checkfu-fast normalize --jobs`): a Normalizer of range `[offset, ..)` of a
     /// stream split by `_split_plan` ([`range_engine`]: range 0 is the stream's head with
-    /// `dialect`, a later range resumed with the plan's `resume` dialect and `model`); `seq`
+    /// `dialect`, a later range resumed with the plan's `resume` dialect and `context`); `seq`
     /// from 0 within the range, positions from the stream's start. Only the last range is
     /// finished.
     #[staticmethod]
-    #[pyo3(signature = (dialect, offset, model = None, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None))]
+    #[pyo3(signature = (dialect, offset, context = None, max_line_bytes = 64 << 20, max_depth = 64, max_nodes = 1_000_000, source = None, fields = None))]
     #[allow(clippy::too_many_arguments)]
     fn _range(
         dialect: &Bound<'_, PyAny>,
         offset: u64,
-        model: Option<String>,
+        context: Option<(Option<String>, Option<String>)>,
         max_line_bytes: i64,
         max_depth: i64,
         max_nodes: i64,
@@ -721,7 +738,7 @@ impl Normalizer {
     ) -> PyResult<Self> {
         let sel = fields_arg(fields)?;
         let budget = budget_arg(max_line_bytes, max_depth, max_nodes)?;
-        let engine = range_engine(dialect_arg(dialect)?, budget, offset, model)?;
+        let engine = range_engine(dialect_arg(dialect)?, budget, offset, context)?;
         Ok(Normalizer::of(engine, source, sel))
     }
 

@@ -273,7 +273,7 @@ fn strs_of(o: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
 }
 
 /// `(offset, head, tail, engine, current, first, ending, dialect, continued, model, project,
-/// scopes, context_model)` (`context_model`: the engine's dialect context), a scope `(name, dialect, [(messageId, reading)], covered, plain, counter,
+/// scopes, context_model, context_speed)` (`context_*`: the engine's dialect context), a scope `(name, dialect, [(messageId, reading)], covered, plain, counter,
 /// counter_at, closed, prior)` (sorted sets), a reading as in [`rec`].
 fn checkpoint<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyTuple>> {
     let recs = |rs: &[Rec]| -> PyResult<Bound<'py, PyList>> {
@@ -323,6 +323,7 @@ fn checkpoint<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyTup
             st.project.as_deref().into_bound_py_any(py)?,
             scopes.into_any(),
             c.context.model.as_deref().into_bound_py_any(py)?,
+            c.context.speed.into_bound_py_any(py)?,
         ],
     )
 }
@@ -354,7 +355,7 @@ fn resume_of(o: &Bound<'_, PyAny>) -> PyResult<Resume> {
             at(&f, 4)?.extract()?,
         ));
     }
-    let c = items(at(&v, 3)?, Some(13))?;
+    let c = items(at(&v, 3)?, Some(14))?;
     let mut scopes = Vec::new();
     for sc in items(at(&c, 11)?, None)? {
         let sc = items(&sc, Some(9))?;
@@ -379,9 +380,11 @@ fn resume_of(o: &Bound<'_, PyAny>) -> PyResult<Resume> {
             head: at(&c, 1)?.extract()?,
             tail: at(&c, 2)?.extract()?,
             engine: dialect_of(at(&c, 3)?)?,
-            context: crate::dialect::Context {
-                model: opt_str(at(&c, 12)?)?,
-            },
+            context: crate::dialect::Context::of(
+                opt_str(at(&c, 12)?)?,
+                opt_str(at(&c, 13)?)?.as_deref(),
+            )
+            .ok_or_else(|| bad("a context speed"))?,
             state: FoldState {
                 current: opt_str(at(&c, 4)?)?,
                 first: opt_str(at(&c, 5)?)?,

@@ -23,8 +23,9 @@ of every request at the shipped price snapshot (``python/checkfu_fast/data/price
 here from the native lines with its own price arithmetic (``Decimal``): per claude message (the
 ccusage entry) its input, cache reads, cache writes (5-minute and 1-hour apart) and output; per
 codex ``token_count`` line the growth of ``total_token_usage`` over the thread's largest reading
-so far, at the model of the latest ``turn_context``; a tier applies when the request's input
-exceeds its start. ``unpricedModels``: the models the snapshot has no price for.
+so far, at the model of the latest ``turn_context`` or ``thread_settings_applied`` and its
+service tier (``fast``/``priority``: the model's ``{"service_tier": "fast"}`` prices); a tier
+applies when the request's input exceeds its start. ``unpricedModels``: the models the snapshot has no price for.
 
 ``reasoningTokens`` is in ``cli`` where the CLI reports reasoning tokens (codex
 ``reasoning_output_tokens``, opencode ``tokens.reasoning``, pi ``usage.reasoning``, grok
@@ -63,6 +64,7 @@ CASES = {
     ],
     "codex-rollout-subagent": ["vectors/usage/inputs/codex-rollout-subagent.jsonl"],
     "codex-rollout-reset": ["vectors/usage/inputs/codex-rollout-reset.jsonl"],
+    "codex-rollout-fast-tier": ["vectors/events/codex/rollout-fast-tier.input.jsonl"],
     "cursor-result": ["corpus:cursor/json-result-with-usage.jsonl"],
     "cursor-2026": ["vectors/events/cursor/2026.input.jsonl"],
     "opencode-takopi": ["corpus:opencode/takopi-stream-success.jsonl"],
@@ -335,8 +337,9 @@ def _clause(c, text):
 def price_of(model):
     """The model's latest prices: the first provider whose modelMatch matches, then its first
     model whose match does (the snapshot's rule, for the names in these examples). ``"<model>
-    (fast)"``: those prices with the model's ``{"speed": "fast"}`` variants over them (the first
-    that names a price wins), None without such a variant."""
+    (fast)"``: those prices with the model's ``{"speed": "fast"}`` variants (OpenAI's: its
+    ``{"service_tier": "fast"}`` ones) over them (the first that names a price wins), None
+    without such a variant."""
     name, _, speed = model.lower().partition(" (")
     speed = speed.rstrip(")")
     for prov in SNAPSHOT["providers"]:
@@ -345,7 +348,8 @@ def price_of(model):
                 if m["provider"] == prov["id"] and _clause(m["match"], name):
                     if not speed:
                         return m["prices"][-1]
-                    vs = [v for v in m.get("variants", []) if v["when"] == {"speed": speed}]
+                    vs = [v for v in m.get("variants", [])
+                          if v["when"] in ({"speed": speed}, {"service_tier": speed})]
                     if not vs:
                         return None
                     p = dict(m["prices"][-1])
@@ -414,10 +418,12 @@ def estimate_claude_files(ds):
 def estimate_codex_rollouts(files):
     """Rollouts: each token_count line's growth over the thread's largest reading (a reading
     below the previous one in its file restarts from 0; a spawned thread's replayed first
-    second is its baseline), at the latest turn_context model."""
+    second is its baseline), at the latest turn_context / thread_settings_applied model and
+    service tier (the settings' snapshot leaves the default tier out)."""
+    fast = {"fast": "fast", "priority": "fast", "flex": "flex"}
     seen, reqs = {}, []
     for ds in files:
-        thread = prev = burst = None
+        thread = prev = burst = tier = None
         cont = False
         model = "unknown"
         for d in ds:
@@ -428,6 +434,11 @@ def estimate_codex_rollouts(files):
                 continue
             if d.get("type") == "turn_context" and isinstance(p.get("model"), str):
                 model = p["model"]
+            if d.get("type") == "turn_context" and "service_tier" in p:
+                tier = fast.get(p["service_tier"])
+            if p.get("type") == "thread_settings_applied":
+                model = p["thread_settings"].get("model", model)
+                tier = fast.get(p["thread_settings"].get("service_tier"))
             info = p.get("info") if p.get("type") == "token_count" else None
             if not isinstance(info, dict):
                 continue
@@ -446,7 +457,7 @@ def estimate_codex_rollouts(files):
             delta = tuple(max(a - b, 0) for a, b in zip(t, base))
             seen[thread] = tuple(map(max, base, t))
             prev = t
-            reqs.append((model, delta[0], delta[1], delta[2], delta[3], 0))
+            reqs.append((f"{model} ({tier})" if tier else model, *delta, 0))
     return _sum_requests(reqs)
 
 

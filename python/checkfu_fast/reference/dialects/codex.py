@@ -119,29 +119,55 @@ def native_type(v: dict[str, Any]) -> Any:
     return v.get("type")
 
 
+# the speed each Codex service tier runs requests at, as the events' ``speed`` names it: the
+# config's ``fast`` (the API's ``priority``) is fast mode; the default tier (``default``,
+# ``auto``, ``standard``) and a tier not known here run at none
+_TIER_SPEED = {"fast": "fast", "priority": "fast", "flex": "flex", "ultrafast": "ultrafast"}
+
+
 def learn(v: dict[str, Any], ctx: dict[str, Any]) -> bool:
     """A rollout's ``turn_context`` names the model of the readings that follow (a later one
     that names another replaces it): a string ``payload.model`` sets it (``""``: none known), a
-    ``turn_context`` without one leaves it. True when the line touches the context."""
-    if v.get("type") != "turn_context":
-        return False
+    ``turn_context`` without one leaves it; an older build's ``payload.service_tier`` sets their
+    speed. An ``event_msg`` ``thread_settings_applied`` (the thread's settings after ``/model``,
+    ``/fast``, ...) sets both from ``thread_settings``: its ``model``, and its ``service_tier``
+    (absent: the default tier). True when the line touches the context."""
     p = v.get("payload")
-    if not isinstance(p, dict) or not isinstance(p.get("model"), str):
+    if not isinstance(p, dict):
         return False
-    ctx["model"] = p["model"] or None
-    return True
+    touched = False
+    if v.get("type") == "turn_context":
+        if isinstance(p.get("model"), str):
+            ctx["model"] = p["model"] or None
+            touched = True
+        if isinstance(p.get("service_tier"), str):
+            ctx["speed"] = _TIER_SPEED.get(p["service_tier"])
+            touched = True
+    elif v.get("type") == "event_msg" and p.get("type") == "thread_settings_applied":
+        s = p.get("thread_settings")
+        if not isinstance(s, dict):
+            return False
+        if isinstance(s.get("model"), str):
+            ctx["model"] = s["model"] or None
+        tier = s.get("service_tier")
+        ctx["speed"] = _TIER_SPEED.get(tier) if isinstance(tier, str) else None
+        touched = True
+    return touched
 
 
 def map_in(v: dict[str, Any], ctx: dict[str, Any]) -> list[Event]:
     """:func:`map_line`, a usage reading that names no model (``info.model``) given the
-    stream's."""
+    stream's, and the stream's speed where it runs at one."""
     events = map_line(v)
-    model = ctx.get("model")
-    if model is not None:
-        for ev in events:
-            u = ev.get("usage")
-            if isinstance(u, dict) and u.get("model") == "unknown":
-                u["model"] = model
+    model, speed = ctx.get("model"), ctx.get("speed")
+    for ev in events:
+        u = ev.get("usage")
+        if not isinstance(u, dict):
+            continue
+        if model is not None and u.get("model") == "unknown":
+            u["model"] = model
+        if speed is not None:
+            ev["speed"] = speed
     return events
 
 
@@ -825,6 +851,10 @@ def _event_msg(p: dict[str, Any], ts: str | None) -> list[Event]:
         if it == "Plan" and isinstance(item, dict):
             return [status("progress", text_of(item.get("text")) or it)]
         return [status("progress", it)]
+    if t == "thread_settings_applied":  # the thread's model and service tier: ``learn``
+        ts = p.get("thread_settings")
+        m = ts.get("model") if isinstance(ts, dict) else None
+        return [status("progress", m if isinstance(m, str) and m else t)]
     if t in _EVENT_PROGRESS:
         return [status("progress", t)]
     return []
