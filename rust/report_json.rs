@@ -117,10 +117,25 @@ fn ascii(d: &[u8]) -> &str {
     std::str::from_utf8(d).unwrap_or_default()
 }
 
-/// An unsigned integer in decimal, without allocation.
+/// An unsigned integer in decimal, without allocation (in `u64` arithmetic where it fits:
+/// a `u128` division is a library call).
 pub fn write_u128(mut v: u128, out: &mut String) {
     let mut buf = [0u8; 40];
     let mut i = buf.len();
+    if let Ok(mut small) = u64::try_from(v) {
+        loop {
+            i -= 1;
+            if let Some(slot) = buf.get_mut(i) {
+                *slot = b'0' + (small % 10) as u8;
+            }
+            small /= 10;
+            if small == 0 {
+                break;
+            }
+        }
+        out.push_str(ascii(buf.get(i..).unwrap_or_default()));
+        return;
+    }
     loop {
         i -= 1;
         if let Some(slot) = buf.get_mut(i) {
@@ -464,7 +479,19 @@ mod tests {
 
     #[test]
     fn integers_as_decimal() {
-        for v in [0i128, 7, -7, 10, i128::from(u64::MAX), i128::MIN, i128::MAX] {
+        let wide = i128::from(u64::MAX);
+        for v in [
+            0i128,
+            7,
+            -7,
+            10,
+            wide,
+            wide + 1,
+            -wide,
+            -wide - 1,
+            i128::MIN,
+            i128::MAX,
+        ] {
             let mut out = String::new();
             write_i128(v, &mut out);
             assert_eq!(out, v.to_string());

@@ -96,19 +96,11 @@ class SummaryCache:
         self._failed = False  # the new file cannot be written: the cache is left as it is
         self.changed = False
         self.hits = 0
-        self.fps: dict[str, list[Any] | None] = {}
         self.resumed: list[str] = []  # files read from where they ended this run
         # the walk's os.stat of each input (report sets it): an entry whose stamp (size,
         # mtime, ctime, inode, device) is the file's is used without reading its head
         self.stats: dict[str, Stamp] = {}
         self._recent = time.time_ns() - RACY_NS
-
-    def fingerprints(self, names: list[str]) -> list[list[Any] | None]:
-        """:func:`fingerprints` of ``names``, each taken once per run."""
-        todo = [n for n in names if n not in self.fps]
-        if todo:
-            self.fps.update(zip(todo, fingerprints(todo), strict=True))
-        return [self.fps[n] for n in names]
 
     @property
     def old(self) -> dict[str, tuple[int, int]]:
@@ -316,7 +308,8 @@ class SummaryCache:
         # the others: the size, mtime and head hash, taken by the core
         rest = [i for i, o in enumerate(out) if o is None]
         fps: list[Any] = [None] * len(batch)
-        for i, fp in zip(rest, self.fingerprints([batch[i] for i in rest]), strict=True):
+        # (not kept past the batch: a dict of every file's, 15 MiB on a 1 GiB tree)
+        for i, fp in zip(rest, fingerprints([batch[i] for i in rest]), strict=True):
             fps[i] = fp
             out[i] = self.get(keys[i], fp, readings, stamps[i])
         todo = [i for i in rest if out[i] is None]
