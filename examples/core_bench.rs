@@ -8,8 +8,9 @@
 //! `../shared/corpus/real/*/*.jsonl` concatenated). For each file it prints MB/s of input (best
 //! of N rounds, default 7) for:
 //!
-//! * `parse`: split at LF, UTF-8 check, this project's strict parser (`parse_within`, default
-//!   budgets) on every non-blank line; the tree is built (borrowed strings) and dropped;
+//! * `parse`: split at LF, UTF-8 check, this project's strict parser (`parse_line_in`, default
+//!   budgets, canonical text looked for) on every non-blank line; the tree is built in an arena
+//!   (borrowed strings), which is reset after each line;
 //! * `normalize`: the whole core stream path without output: framing, budgets, parse, `auto`
 //!   sniffing, dialect mapping (events built and dropped);
 //! * `jsonl`: `normalize_jsonl`, the events written as JSONL (framing + parse + dialect + writer);
@@ -45,12 +46,18 @@ fn lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
 fn ours_parse(data: &[u8]) -> usize {
     let b = Budget::default();
     let mut n = 0;
+    // as the streams parse: into an arena reset after each line, the parser's stacks kept
+    let mut bump = bumpalo::Bump::new();
+    let mut scratch = _native::parse::Scratch::default();
     for line in lines(data) {
         let Ok(text) = simdutf8::basic::from_utf8(line) else {
             continue;
         };
-        if let Ok((v, _)) = _native::parse::parse_within(text, b.max_depth, b.max_nodes) {
-            n += usize::from(v.is_object());
+        bump.reset();
+        if let Ok(l) =
+            _native::parse::parse_line_in(text, &bump, &mut scratch, b.max_depth, b.max_nodes, true)
+        {
+            n += usize::from(l.value.is_object());
         }
     }
     n
@@ -61,15 +68,24 @@ fn ours_normalize(data: &[u8]) -> usize {
     let mut engine = _native::normalize::Engine::new(None, b);
     let mut n = 0;
     let mut ctx = _native::dialect::Context::default();
+    // as the streams parse: into an arena reset after each line, the parser's stacks kept
+    let mut bump = bumpalo::Bump::new();
+    let mut scratch = _native::parse::Scratch::default();
     let mut run =
         |engine: &_native::normalize::Engine, items: &[_native::normalize::Item], chunk: &[u8]| {
             let Some(d) = engine.dialect() else {
                 return;
             };
             for it in items {
-                if let Ok(Some(p)) =
-                    _native::normalize::prepare(it.span.bytes(chunk), it.span.total, &b)
-                {
+                bump.reset();
+                if let Ok(Some(p)) = _native::normalize::prepare_in(
+                    it.span.bytes(chunk),
+                    it.span.total,
+                    &b,
+                    true,
+                    &bump,
+                    &mut scratch,
+                ) {
                     n += _native::normalize::map_line(it.span.position, 0, &p, d, &mut ctx)
                         .events
                         .len();

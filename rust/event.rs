@@ -137,8 +137,8 @@ impl<'v> Event<'v> {
     /// Adds an entry (an [`action`]) to `requiresAction`.
     pub fn require(&mut self, entry: Value<'v>) {
         match &mut self.x().requires_action {
-            Some(Value::Array(list)) => list.push(entry),
-            slot => *slot = Some(Value::Array(vec![entry])),
+            Some(Value::Array(list)) => list.to_mut().push(entry),
+            slot => *slot = Some(Value::Array(vec![entry].into())),
         }
     }
 }
@@ -250,7 +250,7 @@ pub fn action<'v>(
     if let Some(q @ Value::Array(_)) = questions {
         pairs.push((Cow::Borrowed("questions"), q.clone()));
     }
-    Value::Object(pairs)
+    Value::Object(pairs.into())
 }
 
 /// Line-level fields a dialect reads once per line.

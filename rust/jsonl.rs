@@ -765,7 +765,7 @@ mod tests {
         }
         let mut found = 0;
         for _ in 0..300 {
-            let v = Value::Object(vec![(Cow::Borrowed("root"), tree(4, &mut next))]);
+            let v = Value::Object(vec![(Cow::Borrowed("root"), tree(4, &mut next))].into());
             let mut text = Vec::new();
             write_value(&mut text, &v);
             found += copies_agree(simdutf8::basic::from_utf8(&text).unwrap_or_default());

@@ -7,11 +7,13 @@
 
 use std::borrow::Cow;
 
+use bumpalo::Bump;
+
 use crate::budget::{self, Budget, OutOfMemory};
 use crate::dialect::{AnyDialect, Context};
 use crate::event::{status, Event, LineMeta, Text};
 use crate::framing::{Framer, Span, Src, WideStream};
-use crate::parse;
+use crate::parse::{self, Scratch};
 use crate::sniff::{sniff, tentative, AUTO_HOLD_BYTES, AUTO_HOLD_LINES, FALLBACK};
 use crate::value::Value;
 
@@ -91,22 +93,42 @@ fn cut_utf8(data: &[u8]) -> &[u8] {
 }
 
 /// Check and parse one framed line; `None` for a blank line. [`OutOfMemory`] when the parse
-/// tree of the line could not be allocated (the Python layer raises `MemoryError`).
+/// tree of the line could not be allocated (the Python layer raises `MemoryError`). The tree
+/// owns its containers ([`parse::parse_line_with`]): for the lines looked at once (the `auto`
+/// decision, a file's resume point); the streams use [`prepare_in`].
 pub fn prepare<'a>(
     data: &'a [u8],
     total: Option<u64>,
     budget: &Budget,
 ) -> Result<Option<Prepared<'a>>, OutOfMemory> {
-    prepare_with(data, total, budget, true)
+    prepare_by(data, total, budget, |text, depth, nodes| {
+        parse::parse_line_with(text, depth, nodes, true)
+    })
 }
 
-/// [`prepare`], finding the line's canonical text only when `canonical`
-/// ([`parse::parse_line_with`]: an output that never copies `parsed` from the line says no).
-pub fn prepare_with<'a>(
+/// [`prepare`] with the tree in `bump` ([`parse::parse_line_in`]: no node allocated or freed on
+/// its own), finding the line's canonical text only when `canonical` (an output that never
+/// copies `parsed` from the line says no).
+pub fn prepare_in<'a>(
     data: &'a [u8],
     total: Option<u64>,
     budget: &Budget,
     canonical: bool,
+    bump: &'a Bump,
+    scratch: &mut Scratch,
+) -> Result<Option<Prepared<'a>>, OutOfMemory> {
+    prepare_by(data, total, budget, |text, depth, nodes| {
+        parse::parse_line_in(text, bump, scratch, depth, nodes, canonical)
+    })
+}
+
+/// [`prepare`], the line's text parsed by `parse` (text, max depth, max nodes).
+#[inline(always)]
+fn prepare_by<'a>(
+    data: &'a [u8],
+    total: Option<u64>,
+    budget: &Budget,
+    mut parse: impl FnMut(&'a str, usize, usize) -> Result<parse::Line<'a>, parse::Failure>,
 ) -> Result<Option<Prepared<'a>>, OutOfMemory> {
     if let Some(total) = total {
         let raw = String::from_utf8_lossy(cut_utf8(data));
@@ -151,7 +173,7 @@ pub fn prepare_with<'a>(
             }
         };
         return Ok(Some(
-            match parse::parse_line_with(text, budget.max_depth, budget.max_nodes, canonical) {
+            match parse(text, budget.max_depth, budget.max_nodes) {
                 Ok(l) => Prepared::Parsed {
                     raw: text,
                     value: l.value,
@@ -178,22 +200,20 @@ pub fn prepare_with<'a>(
         ));
     }
     // a scalar line: one node, no depth; only a long escaped string allocates
-    Ok(Some(
-        match parse::parse_line_with(text, parse::HARD_DEPTH, usize::MAX, canonical) {
-            Ok(l) => Prepared::Parsed {
-                raw: text,
-                value: l.value,
-                repairs: l.repairs,
-                canonical: l.canonical,
-                strings: l.strings,
-            },
-            Err(parse::Failure::OutOfMemory(e)) => return Err(e),
-            Err(_) => Prepared::Fail {
-                raw: Cow::Borrowed(text),
-                event: Box::new(status("non_json", Some(Cow::Borrowed(text)))),
-            },
+    Ok(Some(match parse(text, parse::HARD_DEPTH, usize::MAX) {
+        Ok(l) => Prepared::Parsed {
+            raw: text,
+            value: l.value,
+            repairs: l.repairs,
+            canonical: l.canonical,
+            strings: l.strings,
         },
-    ))
+        Err(parse::Failure::OutOfMemory(e)) => return Err(e),
+        Err(_) => Prepared::Fail {
+            raw: Cow::Borrowed(text),
+            event: Box::new(status("non_json", Some(Cow::Borrowed(text)))),
+        },
+    }))
 }
 
 /// `collapse_junk` (docs/events.md, "Collapsed junk"): of a run of consecutive lines that are
@@ -522,6 +542,11 @@ pub struct Engine {
     pub collapse: Option<Collapse>,
     /// The dialect's per-stream state, updated line by line by [`map_line`].
     pub context: Context,
+    /// Where [`crate::sink::items`] parses a group of lines ([`prepare_in`]), reset after each
+    /// group: its chunks are kept from group to group.
+    pub arena: Bump,
+    /// The parser's stacks and buffer, kept from line to line ([`Scratch`]).
+    pub scratch: Scratch,
 }
 
 impl Engine {
@@ -538,6 +563,8 @@ impl Engine {
             stream_error: None,
             collapse: None,
             context: Context::default(),
+            arena: Bump::new(),
+            scratch: Scratch::default(),
         }
     }
 

@@ -8,8 +8,10 @@
 
 use std::borrow::Cow;
 
+use bumpalo::Bump;
+
 use crate::budget::{OutOfMemory, Over};
-use crate::value::Value;
+use crate::value::{Nodes, Pair, Value};
 
 /// Integers with more digits than this are rejected as out of range.
 pub const MAX_INT_DIGITS: usize = 4000;
@@ -126,12 +128,117 @@ pub fn parse_line(text: &str, max_depth: usize, max_nodes: usize) -> Result<Line
 /// [`Line::canonical`] is `None` and [`Line::strings`] empty: no object's keys are checked for
 /// repeats, no long string's place kept, for callers that never copy the line's JSON text,
 /// such as the usage fold and the dict output).
+///
+/// The tree is parsed into an arena of its own, then copied out of it into vectors and strings
+/// it owns (strings without escapes stay borrowed from `text`): for the callers off the hot
+/// path (tests, schemas, mapping files, the first lines of a stream). The streams parse with
+/// [`parse_line_in`], into an arena they reuse.
 pub fn parse_line_with(
     text: &str,
     max_depth: usize,
     max_nodes: usize,
     canonical: bool,
 ) -> Result<Line<'_>, Failure> {
+    let bump = Bump::new();
+    let mut scratch = Scratch::default();
+    let line = parse_line_in(text, &bump, &mut scratch, max_depth, max_nodes, canonical)?;
+    let value = detach(&line.value, text).map_err(Failure::OutOfMemory)?;
+    let mut strings = line.strings;
+    // only the spans of strings the detached tree still borrows from `text` (an arena
+    // string's copy is elsewhere, and its old address may be reused by another allocation)
+    strings.retain(|x| within(text, x.ptr, x.len).is_some());
+    Ok(Line {
+        value,
+        repairs: line.repairs,
+        canonical: line
+            .canonical
+            .and_then(|c| within(text, c.as_ptr() as usize, c.len())),
+        strings,
+    })
+}
+
+/// `text[..]` at address `ptr`, `len` bytes, when those bytes lie in `text`.
+fn within(text: &str, ptr: usize, len: usize) -> Option<&str> {
+    let start = ptr.checked_sub(text.as_ptr() as usize)?;
+    text.get(start..start.checked_add(len)?)
+}
+
+/// A copy of `v` that owns its containers and the strings that are not in `text` (the arena's),
+/// and borrows the others from `text`.
+pub fn detach<'t>(v: &Value<'_>, text: &'t str) -> Result<Value<'t>, OutOfMemory> {
+    let string = |s: &str| -> Result<Cow<'t, str>, OutOfMemory> {
+        if let Some(t) = within(text, s.as_ptr() as usize, s.len()) {
+            return Ok(Cow::Borrowed(t));
+        }
+        let mut owned = String::new();
+        OutOfMemory::reserve_str(&mut owned, s.len())?;
+        owned.push_str(s);
+        Ok(Cow::Owned(owned))
+    };
+    Ok(match v {
+        Value::Null => Value::Null,
+        Value::Bool(b) => Value::Bool(*b),
+        Value::Int(n) => Value::Int(*n),
+        Value::Float(f) => Value::Float(*f),
+        // the parser takes a big integer's digits from the line
+        Value::BigInt(s) => match within(text, s.as_ptr() as usize, s.len()) {
+            Some(t) => Value::BigInt(t),
+            None => Value::Str(string(s)?),
+        },
+        Value::Str(s) => Value::Str(string(s)?),
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            OutOfMemory::reserve(&mut out, items.len())?;
+            for x in items.iter() {
+                out.push(detach(x, text)?);
+            }
+            Value::Array(Nodes::Owned(out))
+        }
+        Value::Object(pairs) => {
+            let mut out = Vec::new();
+            OutOfMemory::reserve(&mut out, pairs.len())?;
+            for (k, x) in pairs.iter() {
+                out.push((string(k)?, detach(x, text)?));
+            }
+            Value::Object(Nodes::Owned(out))
+        }
+    })
+}
+
+/// The parser's reusable working space: the stacks the children of the open containers are
+/// parsed onto (each container's are moved into the arena, as one slice, when it closes) and
+/// the buffer escaped strings are decoded in. Kept from line to line by the caller, so a line
+/// costs no allocation beyond its arena's.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    items: Vec<Value<'static>>,
+    pairs: Vec<Pair<'static>>,
+    buf: String,
+}
+
+/// An empty vector of `U` in the allocation of `v` (the same type but for lifetimes): the
+/// in-place `collect` of an iterator that yields nothing keeps the buffer and its capacity.
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
+}
+
+/// [`parse_line_with`] into `bump`: the tree's containers (slices) and its strings with
+/// escapes are allocated there and borrowed by the tree, which owns nothing (dropping it frees
+/// nothing; the caller resets the arena when the lines it holds are done). Allocation failures
+/// in the arena or in `scratch` are [`Failure::OutOfMemory`].
+pub fn parse_line_in<'a>(
+    text: &'a str,
+    bump: &'a Bump,
+    scratch: &mut Scratch,
+    max_depth: usize,
+    max_nodes: usize,
+    canonical: bool,
+) -> Result<Line<'a>, Failure> {
+    let mut st = Stacks {
+        items: std::mem::take(&mut scratch.items),
+        pairs: std::mem::take(&mut scratch.pairs),
+    };
     let mut p = Parser {
         s: text,
         b: text.as_bytes(),
@@ -145,38 +252,20 @@ pub fn parse_line_with(
         oom: None,
         canon: canonical,
         spans: Vec::new(),
+        bump,
+        buf: std::mem::take(&mut scratch.buf),
     };
-    p.ws();
-    let from = p.i;
-    let v = p.value();
-    let to = p.i;
-    if let Some(e) = p.oom {
-        return Err(Failure::OutOfMemory(e));
-    }
-    if let Some(o) = p.over {
-        return Err(Failure::Over(o));
-    }
-    let v = v.map_err(Failure::Syntax)?;
-    p.ws();
-    if p.i < p.b.len() {
-        return Err(Failure::Syntax(p.err("trailing characters", p.i)));
-    }
-    let canonical = if p.canon { text.get(from..to) } else { None };
-    Ok(Line {
-        value: v,
-        repairs: p.repairs,
-        canonical,
-        strings: if canonical.is_some() {
-            // relative to the canonical text
-            for x in &mut p.spans {
-                x.start -= from;
-                x.end -= from;
-            }
-            p.spans
-        } else {
-            Vec::new()
-        },
-    })
+    let line = p.line(&mut st);
+    scratch.items = recycle(st.items);
+    scratch.pairs = recycle(st.pairs);
+    scratch.buf = p.buf;
+    line
+}
+
+/// The children of the open containers, innermost last.
+struct Stacks<'a> {
+    items: Vec<Value<'a>>,
+    pairs: Vec<Pair<'a>>,
 }
 
 struct Parser<'a> {
@@ -194,6 +283,10 @@ struct Parser<'a> {
     canon: bool,
     /// The long strings so far ([`Line::strings`]).
     spans: Vec<StrSpan>,
+    /// Where the containers' slices and the escaped strings go.
+    bump: &'a Bump,
+    /// The decoding buffer of escaped strings ([`Scratch::buf`]).
+    buf: String,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -249,15 +342,70 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn value(&mut self) -> Result<Value<'a>, JsonError> {
+    /// The whole line: one value between blanks.
+    fn line(&mut self, st: &mut Stacks<'a>) -> Result<Line<'a>, Failure> {
+        self.ws();
+        let from = self.i;
         let mut v = Value::Null;
-        self.value_into(&mut v)?;
-        Ok(v)
+        let r = self.value_into(st, &mut v);
+        let to = self.i;
+        if let Some(e) = self.oom {
+            return Err(Failure::OutOfMemory(e));
+        }
+        if let Some(o) = self.over {
+            return Err(Failure::Over(o));
+        }
+        r.map_err(Failure::Syntax)?;
+        self.ws();
+        if self.i < self.b.len() {
+            return Err(Failure::Syntax(self.err("trailing characters", self.i)));
+        }
+        let canonical = if self.canon {
+            self.s.get(from..to)
+        } else {
+            None
+        };
+        let mut spans = std::mem::take(&mut self.spans);
+        if canonical.is_some() {
+            // relative to the canonical text
+            for x in &mut spans {
+                x.start -= from;
+                x.end -= from;
+            }
+        } else {
+            spans.clear();
+        }
+        Ok(Line {
+            value: v,
+            repairs: self.repairs,
+            canonical,
+            strings: spans,
+        })
     }
 
     /// The next value, written into `slot` (in place: a returned `Value` is copied through
     /// the stack in pieces on its way into its container, stalling each store's forwarding).
-    fn value_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
+    /// `slot` is not on `st`: a container's children are pushed there.
+    #[inline]
+    fn value_into(&mut self, st: &mut Stacks<'a>, slot: &mut Value<'a>) -> Result<(), JsonError> {
+        match self.peek() {
+            Some(b'{') => {
+                let v = self.object(st)?;
+                fill(slot, v);
+                Ok(())
+            }
+            Some(b'[') => {
+                let v = self.array(st)?;
+                fill(slot, v);
+                Ok(())
+            }
+            _ => self.scalar_into(slot),
+        }
+    }
+
+    /// A value that is not a container, written into `slot`.
+    #[inline]
+    fn scalar_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         // a node is counted where the lexical scan counts one: a string, or any byte that is not
         // a delimiter (containers are counted in `enter`), before the value is read
         match self.peek() {
@@ -267,8 +415,6 @@ impl<'a> Parser<'a> {
                 self.string_into(slot, Value::Str)?;
                 Ok(())
             }
-            Some(b'{') => self.object(slot),
-            Some(b'[') => self.array(slot),
             Some(b'-' | b'0'..=b'9') => {
                 self.node()?;
                 fill(slot, self.number()?);
@@ -435,6 +581,24 @@ impl<'a> Parser<'a> {
     /// the corpora most runs after an escape are shorter than 8 bytes).
     #[inline(never)]
     fn escaped(&mut self, start: usize, at: usize) -> Result<Cow<'a, str>, JsonError> {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let r = self.decode(start, at, &mut buf);
+        let out = match r {
+            Ok(()) => match self.bump.try_alloc_str(&buf) {
+                Ok(s) => Ok(Cow::Borrowed(&*s)),
+                Err(_) => Err(self.out_of_memory(OutOfMemory {
+                    requested: buf.len(),
+                })),
+            },
+            Err(e) => Err(e),
+        };
+        self.buf = buf;
+        out
+    }
+
+    /// [`Parser::escaped`]'s decoding, into `buf`.
+    fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
         let unterminated = JsonError {
             message: "unterminated string",
             offset: start,
@@ -442,18 +606,17 @@ impl<'a> Parser<'a> {
         // the string's text from the pending unescaped run on, cut after each escape
         let mut rest: &'a str = self.s.get(start + 1..).unwrap_or_default();
         let mut k = at.saturating_sub(start + 1); // the next special byte, in `rest`
-        let mut buf = String::new();
         loop {
             match rest.as_bytes().get(k) {
                 Some(b'\\') => {}
                 Some(b'"') => {
                     self.i = self.b.len() - rest.len() + k + 1;
                     let tail = rest.get(..k).unwrap_or_default();
-                    if let Err(e) = OutOfMemory::reserve_str(&mut buf, tail.len()) {
+                    if let Err(e) = OutOfMemory::reserve_str(buf, tail.len()) {
                         return Err(self.out_of_memory(e));
                     }
                     buf.push_str(tail);
-                    return Ok(Cow::Owned(buf));
+                    return Ok(());
                 }
                 None => return Err(unterminated),
                 Some(_) => {
@@ -463,7 +626,7 @@ impl<'a> Parser<'a> {
             }
             // a backslash at `k`: the run before it and one char (at most 4 bytes) are pushed
             let (pending, esc) = rest.split_at_checked(k).unwrap_or((rest, ""));
-            if let Err(e) = OutOfMemory::reserve_str(&mut buf, pending.len() + 4) {
+            if let Err(e) = OutOfMemory::reserve_str(buf, pending.len() + 4) {
                 return Err(self.out_of_memory(e));
             }
             buf.push_str(pending);
@@ -476,7 +639,7 @@ impl<'a> Parser<'a> {
                 2
             } else if e == b'u' {
                 let at = self.b.len() - esc.len();
-                self.u_escape(&mut buf, at)? - at
+                self.u_escape(buf, at)? - at
             } else if e == b'/' {
                 buf.push('/');
                 self.canon = false;
@@ -541,35 +704,62 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn array(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
-        self.enter()?;
-        fill(slot, Value::Array(Vec::new()));
-        let Value::Array(items) = slot else {
-            return Err(self.err("expected value", self.i));
+    /// The next element of an array (or object value) whose slot is `st`'s `at`: a container
+    /// is parsed onto the stacks above it, then written into the slot.
+    #[inline(always)]
+    fn child(
+        &mut self,
+        st: &mut Stacks<'a>,
+        at: usize,
+        slot: impl for<'s> Fn(&'s mut Stacks<'a>, usize) -> Option<&'s mut Value<'a>>,
+    ) -> Result<(), JsonError> {
+        let v = match self.peek() {
+            Some(b'{') => self.object(st)?,
+            Some(b'[') => self.array(st)?,
+            _ => {
+                return match slot(st, at) {
+                    Some(s) => self.scalar_into(s),
+                    None => Err(self.err("expected value", self.i)),
+                };
+            }
         };
+        if let Some(s) = slot(st, at) {
+            fill(s, v);
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, st: &mut Stacks<'a>) -> Result<Value<'a>, JsonError> {
+        self.enter()?;
         if self.peek() == Some(b']') {
             self.i += 1;
             self.depth -= 1;
-            return Ok(());
+            return Ok(Value::Array(Nodes::Borrowed(&[])));
         }
+        let base = st.items.len();
         loop {
             self.ws();
-            if let Err(e) = OutOfMemory::reserve(items, 1) {
+            if let Err(e) = OutOfMemory::reserve(&mut st.items, 1) {
                 return Err(self.out_of_memory(e));
             }
             // `resize_with`, not `push`: `push` built the constant on the stack and copied it in
             // with 16-byte loads over its 8-byte stores, a store-forwarding stall per element
-            items.resize_with(items.len() + 1, || Value::Null);
-            if let Some(last) = items.last_mut() {
-                self.value_into(last)?;
-            }
+            let at = st.items.len();
+            st.items.resize_with(at + 1, || Value::Null);
+            self.child(st, at, |st, at| st.items.get_mut(at))?;
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
                 Some(b']') => {
                     self.i += 1;
                     self.depth -= 1;
-                    return Ok(());
+                    let n = st.items.len() - base;
+                    return match self.bump.try_alloc_slice_fill_iter(st.items.drain(base..)) {
+                        Ok(items) => Ok(Value::Array(Nodes::Borrowed(items))),
+                        Err(_) => Err(self.out_of_memory(OutOfMemory {
+                            requested: n.saturating_mul(std::mem::size_of::<Value<'_>>()),
+                        })),
+                    };
                 }
                 Some(b',') => self.i += 1,
                 Some(_) => return Err(self.err("expected ',' or ']'", self.i)),
@@ -577,17 +767,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
+    fn object(&mut self, st: &mut Stacks<'a>) -> Result<Value<'a>, JsonError> {
         self.enter()?;
-        fill(slot, Value::Object(Vec::new()));
-        let Value::Object(pairs) = slot else {
-            return Err(self.err("expected value", self.i));
-        };
         if self.peek() == Some(b'}') {
             self.i += 1;
             self.depth -= 1;
-            return Ok(());
+            return Ok(Value::Object(Nodes::Borrowed(&[])));
         }
+        let base = st.pairs.len();
         loop {
             self.ws();
             match self.peek() {
@@ -596,14 +783,13 @@ impl<'a> Parser<'a> {
                 Some(_) => return Err(self.err("expected string key", self.i)),
             }
             self.node()?;
-            if let Err(e) = OutOfMemory::reserve(pairs, 1) {
+            if let Err(e) = OutOfMemory::reserve(&mut st.pairs, 1) {
                 return Err(self.out_of_memory(e));
             }
-            // the pair pushed whole as a constant and filled in place (a pair built first is
-            // copied into the vector through the stack, stalling store forwarding; so was the
-            // constant itself, with `push`, see `array`)
-            pairs.resize_with(pairs.len() + 1, || (Cow::Borrowed(""), Value::Null));
-            let Some((key, value)) = pairs.last_mut() else {
+            let at = st.pairs.len();
+            st.pairs
+                .resize_with(at + 1, || (Cow::Borrowed(""), Value::Null));
+            let Some((key, _)) = st.pairs.last_mut() else {
                 return Err(self.err("expected string key", self.i));
             };
             self.string_into(key, |k| k)?;
@@ -614,17 +800,24 @@ impl<'a> Parser<'a> {
                 Some(_) => return Err(self.err("expected ':'", self.i)),
             }
             self.ws();
-            self.value_into(value)?;
+            self.child(st, at, |st, at| st.pairs.get_mut(at).map(|(_, v)| v))?;
             self.ws();
             match self.peek() {
                 None => return Err(self.err("unexpected end of input", self.i)),
                 Some(b'}') => {
                     self.i += 1;
                     self.depth -= 1;
+                    let pairs = st.pairs.get(base..).unwrap_or_default();
                     if self.canon && crate::value::has_duplicate_keys(pairs) {
                         self.canon = false;
                     }
-                    return Ok(());
+                    let n = pairs.len();
+                    return match self.bump.try_alloc_slice_fill_iter(st.pairs.drain(base..)) {
+                        Ok(pairs) => Ok(Value::Object(Nodes::Borrowed(pairs))),
+                        Err(_) => Err(self.out_of_memory(OutOfMemory {
+                            requested: n.saturating_mul(std::mem::size_of::<Pair<'_>>()),
+                        })),
+                    };
                 }
                 Some(b',') => self.i += 1,
                 Some(_) => return Err(self.err("expected ',' or '}'", self.i)),
@@ -818,7 +1011,12 @@ mod tests {
         let long = "x".repeat(70);
         let esc = format!("{long}\\n\\\"é");
         let text = format!(r#"{{"a":"{long}","b":["{esc}","short"],"{long}":1}}"#);
-        let line = parse_line(&text, 64, 1000);
+        let bump = Bump::new();
+        let mut scratch = Scratch::default();
+        let line = parse_line_in(&text, &bump, &mut scratch, 64, 1000, true);
+        // parsed on its own, the tree owns the escaped string's copy: its span is left out
+        let detached = parse_line(&text, 64, 1000).map(|l| l.strings.len());
+        assert_eq!(detached, Ok(2));
         let Ok(Line {
             value,
             canonical: Some(json),
@@ -842,7 +1040,7 @@ mod tests {
             }
         };
         if let Value::Object(pairs) = value {
-            for (k, v) in pairs {
+            for (k, v) in pairs.iter() {
                 check(k);
                 match v {
                     Value::Str(s) => check(s),
@@ -867,6 +1065,52 @@ mod tests {
             l.map(|l| (l.canonical.is_none(), l.strings.len())),
             Some((true, 0))
         );
+    }
+
+    /// The arena's tree and the detached one are the same value; the arena keeps every node
+    /// (nothing owned, so nothing is left undropped in it); the stacks keep their room from line
+    /// to line; an arena that cannot grow is an `OutOfMemory`, not an abort.
+    #[test]
+    fn arena_trees_borrow_everything() {
+        let text = r#"{"a":[1,{"b":"x\ny","c":[],"d":{}},"\u00e9",[[true]]],"e":"plain","a":null}"#;
+        let bump = Bump::new();
+        let mut scratch = Scratch::default();
+        let line = parse_line_in(text, &bump, &mut scratch, 64, 1000, true);
+        let Ok(line) = line else {
+            panic!("{line:?}");
+        };
+        assert_eq!(Ok(&line.value), parse(text).as_ref().map(|p| &p.0));
+        fn borrowed(v: &Value<'_>) -> bool {
+            match v {
+                Value::Str(s) => matches!(s, Cow::Borrowed(_)),
+                Value::Array(items) => {
+                    matches!(items, Nodes::Borrowed(_)) && items.iter().all(borrowed)
+                }
+                Value::Object(pairs) => {
+                    matches!(pairs, Nodes::Borrowed(_))
+                        && pairs
+                            .iter()
+                            .all(|(k, v)| matches!(k, Cow::Borrowed(_)) && borrowed(v))
+                }
+                _ => true,
+            }
+        }
+        assert!(borrowed(&line.value));
+        assert_eq!(line.value.get("a"), Some(&Value::Null));
+        assert!(line.canonical.is_none(), "a repeated key");
+        assert!(scratch.items.capacity() > 0 && scratch.pairs.capacity() > 0);
+        assert!(scratch.items.is_empty() && scratch.pairs.is_empty());
+        // a syntax error inside containers leaves the stacks empty for the next line
+        let bad = r#"{"a":[1,{"b":[2,"#;
+        let e = parse_line_in(bad, &bump, &mut scratch, 64, 1000, true).map(|l| l.value);
+        assert!(matches!(e, Err(Failure::Syntax(_))));
+        assert!(scratch.items.is_empty() && scratch.pairs.is_empty());
+        // an arena that may not grow
+        let small = Bump::new();
+        small.set_allocation_limit(Some(0));
+        let big = format!("[{}]", vec!["\"x\\ny\""; 100].join(","));
+        let r = parse_line_in(&big, &small, &mut scratch, 64, 1000, true).map(|l| l.value);
+        assert!(matches!(r, Err(Failure::OutOfMemory(_))), "{r:?}");
     }
 
     #[test]

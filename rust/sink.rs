@@ -11,13 +11,16 @@
 
 use crate::budget::OutOfMemory;
 use crate::event::LineMeta;
-use crate::normalize::{
-    fallback_event, map_line, prepare_with, Engine, Item, LineEvents, Prepared,
-};
+use crate::normalize::{fallback_event, map_line, prepare_in, Engine, Item, LineEvents, Prepared};
 
 /// A group holds at most this many lines whatever their size: a line's prepared and mapped
 /// structures are about 1 KiB, and a 256 KiB group of 2-byte lines was 128k of them.
 pub const GROUP_LINES: usize = 4096;
+
+/// After a group, the engine's arena keeps its chunks (reset, not freed) up to this size: the
+/// tree of an ordinary group (a group holds about [`Sink::group_bytes`] of input, or a single
+/// line) fits; a huge line's tree is given back.
+pub const ARENA_KEEP: usize = 8 << 20;
 
 /// [`feed`] frames a chunk about this many bytes at a time: the framed spans of one window
 /// (~130 bytes a line) are alive at once, not those of a whole in-memory stream (64 MiB of
@@ -93,6 +96,8 @@ pub fn items<S: Sink>(
     let budget = &engine.budget;
     let collapse = &mut engine.collapse;
     let context = &mut engine.context;
+    let arena = &mut engine.arena;
+    let scratch = &mut engine.scratch;
     let group_max = sink.group_bytes();
     let canonical = sink.canonical();
     let mut start = 0;
@@ -106,8 +111,19 @@ pub fn items<S: Sink>(
             end += 1;
         }
         let group = items.get(start..end).unwrap_or_default();
+        // the last group's trees are gone: its arena is reused (or dropped when it grew big)
+        if arena.allocated_bytes() > ARENA_KEEP {
+            *arena = bumpalo::Bump::new();
+        } else {
+            arena.reset();
+        }
+        // moved into the closure as `&mut` (a `Bump` is `Send`, not `Sync`), shared inside
+        let bump: &mut bumpalo::Bump = arena;
+        let scratch = &mut *scratch;
+        let collapse = &mut *collapse;
         type Ready<'c> = Vec<(Option<Prepared<'c>>, &'c Item)>;
-        let prepared: Ready<'_> = sink.work(bytes, || {
+        let prepared: Ready<'_> = sink.work(bytes, move || {
+            let bump: &bumpalo::Bump = bump;
             let mut ready = Vec::with_capacity(group.len());
             for it in group {
                 let data = it.span.bytes(chunk);
@@ -118,7 +134,7 @@ pub fn items<S: Sink>(
                         continue;
                     }
                 }
-                let p = prepare_with(data, it.span.total, budget, canonical)?;
+                let p = prepare_in(data, it.span.total, budget, canonical, bump, scratch)?;
                 if let (Some(c), Some(p)) = (collapse.as_mut(), p.as_ref()) {
                     if !c.keep(p) && it.fallback.is_none() {
                         continue;

@@ -3,8 +3,16 @@
 //! Objects keep every pair in input order, duplicates included; lookups return the *last* value
 //! for a key and iteration is in first-occurrence order, which is exactly what a Python dict
 //! built from the same text holds (so the Rust dialects see what the reference sees).
+//!
+//! The parser puts a line's containers and decoded strings in a per-group arena
+//! ([`crate::parse::parse_line_in`]): every part of its tree is then borrowed (`Cow::Borrowed`),
+//! so dropping the tree frees nothing node by node (the arena is reset as a whole). Values
+//! built by code (events' extras, tests, the fuzz mutators) own theirs (`Cow::Owned`).
 
 use std::borrow::Cow;
+
+/// An object's pair: the key and its value.
+pub type Pair<'a> = (Cow<'a, str>, Value<'a>);
 
 /// A JSON value. Integers beyond `i64` keep their exact decimal text.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,8 +23,95 @@ pub enum Value<'a> {
     BigInt(&'a str),
     Float(f64),
     Str(Cow<'a, str>),
-    Array(Vec<Value<'a>>),
-    Object(Vec<(Cow<'a, str>, Value<'a>)>),
+    Array(Nodes<'a, Value<'a>>),
+    Object(Nodes<'a, Pair<'a>>),
+}
+
+/// A container's children: borrowed (from the parser's arena) or owned (built by code). A
+/// `Cow<'a, [T]>` would do but for variance: its `Owned` is a projection (`<[T] as
+/// ToOwned>::Owned`), which made `Value<'a>` invariant in `'a`.
+pub enum Nodes<'a, T> {
+    Borrowed(&'a [T]),
+    Owned(Vec<T>),
+}
+
+impl<T> Nodes<'_, T> {
+    /// The children, owned from now on (borrowed ones are cloned first), to edit.
+    pub fn to_mut(&mut self) -> &mut Vec<T>
+    where
+        T: Clone,
+    {
+        if let Nodes::Borrowed(s) = *self {
+            *self = Nodes::Owned(s.to_vec());
+        }
+        match self {
+            Nodes::Owned(v) => v,
+            // made owned just above (as `Cow::to_mut` does it)
+            Nodes::Borrowed(_) => unreachable!(),
+        }
+    }
+}
+
+impl<T> FromIterator<T> for Nodes<'_, T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Nodes::Owned(iter.into_iter().collect())
+    }
+}
+
+impl<T> std::ops::Deref for Nodes<'_, T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            Nodes::Borrowed(s) => s,
+            Nodes::Owned(v) => v,
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for Nodes<'_, T> {
+    fn from(v: Vec<T>) -> Self {
+        Nodes::Owned(v)
+    }
+}
+
+impl<'a, T> From<&'a [T]> for Nodes<'a, T> {
+    fn from(s: &'a [T]) -> Self {
+        Nodes::Borrowed(s)
+    }
+}
+
+impl<T: Clone> Clone for Nodes<'_, T> {
+    fn clone(&self) -> Self {
+        match self {
+            Nodes::Borrowed(s) => Nodes::Borrowed(s),
+            Nodes::Owned(v) => Nodes::Owned(v.clone()),
+        }
+    }
+}
+
+/// Equal children, borrowed or owned alike.
+impl<T: PartialEq> PartialEq for Nodes<'_, T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+/// The children's list, borrowed or owned alike (the fuzz targets compare trees' Debug text).
+impl<T: std::fmt::Debug> std::fmt::Debug for Nodes<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<'s, T> IntoIterator for &'s Nodes<'_, T> {
+    type Item = &'s T;
+    type IntoIter = std::slice::Iter<'s, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 impl<'a> Value<'a> {
@@ -84,11 +179,11 @@ impl<'a> Value<'a> {
         };
         let mut last: std::collections::HashMap<&str, &Value<'a>> =
             std::collections::HashMap::with_capacity(pairs.len());
-        for (k, v) in pairs {
+        for (k, v) in pairs.iter() {
             last.insert(k.as_ref(), v);
         }
         let mut out = Vec::with_capacity(last.len());
-        for (k, _) in pairs {
+        for (k, _) in pairs.iter() {
             if let Some(v) = last.remove(k.as_ref()) {
                 out.push((k.as_ref(), v));
             }
@@ -112,7 +207,7 @@ const DUP_PAIRWISE_MAX: usize = 4;
 const DUP_FILTER_MAX: usize = 64;
 
 /// An object's pairs repeat a key (the Python dict keeps fewer pairs than the text has).
-pub fn has_duplicate_keys(pairs: &[(Cow<'_, str>, Value<'_>)]) -> bool {
+pub fn has_duplicate_keys(pairs: &[Pair<'_>]) -> bool {
     let earlier = |i: usize, k: &Cow<'_, str>| {
         pairs
             .get(..i)

@@ -288,14 +288,14 @@ fn special(rng: &mut Rng) -> Value<'static> {
         8 => Value::Float(-0.0),
         9 => Value::Float(1.5e300),
         10 => Value::Str(Cow::Borrowed("")),
-        11 => Value::Array(Vec::new()),
-        12 => Value::Object(Vec::new()),
+        11 => Value::Array(Vec::new().into()),
+        12 => Value::Object(Vec::new().into()),
         13 => Value::Str(Cow::Borrowed("\u{2028}\u{fffd}é中😀\"\\")),
         14 => Value::Str(Cow::Owned("x".repeat(1 + rng.below(3000)))),
         _ => {
             let mut v = Value::Int(1);
             for _ in 0..rng.below(80) {
-                v = Value::Array(vec![v]);
+                v = Value::Array(vec![v].into());
             }
             v
         }

@@ -39,8 +39,8 @@ pub fn nth_mut<'x, 'a>(v: &'x mut Value<'a>, n: usize) -> Option<&'x mut Value<'
         }
         *n -= 1;
         match v {
-            Value::Array(items) => items.iter_mut().find_map(|c| go(c, n)),
-            Value::Object(pairs) => pairs.iter_mut().find_map(|(_, c)| go(c, n)),
+            Value::Array(items) => items.to_mut().iter_mut().find_map(|c| go(c, n)),
+            Value::Object(pairs) => pairs.to_mut().iter_mut().find_map(|(_, c)| go(c, n)),
             _ => None,
         }
     }
@@ -72,13 +72,13 @@ pub fn nth_object_mut<'x, 'a>(
         n: &mut usize,
     ) -> Option<&'x mut Vec<(Cow<'a, str>, Value<'a>)>> {
         match v {
-            Value::Array(items) => items.iter_mut().find_map(|c| go(c, n)),
+            Value::Array(items) => items.to_mut().iter_mut().find_map(|c| go(c, n)),
             Value::Object(pairs) => {
                 if *n == 0 {
-                    return Some(pairs);
+                    return Some(pairs.to_mut());
                 }
                 *n -= 1;
-                pairs.iter_mut().find_map(|(_, c)| go(c, n))
+                pairs.to_mut().iter_mut().find_map(|(_, c)| go(c, n))
             }
             _ => None,
         }
@@ -168,10 +168,9 @@ mod tests {
         assert_eq!(count(&v), 8);
         assert_eq!(
             nth(&v, 4),
-            Some(&Value::Object(vec![(
-                "b".into(),
-                Value::Str("x\n\u{1}".into())
-            )]))
+            Some(&Value::Object(
+                vec![("b".into(), Value::Str("x\n\u{1}".into()))].into()
+            ))
         );
         assert_eq!(objects(&v), 2);
         let mut v = v;

@@ -244,10 +244,7 @@ fn rest<'v>(m: &'v Value<'v>) -> Value<'v> {
 }
 
 fn one<'v>(key: &'static str, v: Option<&'v Value<'v>>) -> Value<'v> {
-    Value::Object(vec![(
-        Cow::Borrowed(key),
-        v.cloned().unwrap_or(Value::Null),
-    )])
+    Value::Object(vec![(Cow::Borrowed(key), v.cloned().unwrap_or(Value::Null))].into())
 }
 
 /// `input_tokens` already includes `cached_input_tokens` (and the 2026 builds'
@@ -541,16 +538,19 @@ fn collab<'v>(
     };
     match phase {
         "started" => {
-            let args = Value::Object(vec![
-                (
-                    Cow::Borrowed("prompt"),
-                    item.get("prompt").cloned().unwrap_or(Value::Null),
-                ),
-                (
-                    Cow::Borrowed("receiver_thread_ids"),
-                    receivers.cloned().unwrap_or(Value::Null),
-                ),
-            ]);
+            let args = Value::Object(
+                vec![
+                    (
+                        Cow::Borrowed("prompt"),
+                        item.get("prompt").cloned().unwrap_or(Value::Null),
+                    ),
+                    (
+                        Cow::Borrowed("receiver_thread_ids"),
+                        receivers.cloned().unwrap_or(Value::Null),
+                    ),
+                ]
+                .into(),
+            );
             let mut ev = tool_call(name, item.get("prompt"), iid);
             ev.x().provider_arguments = Some(args);
             out.push(ev);
