@@ -122,6 +122,18 @@ pub fn prepare_in<'a>(
     })
 }
 
+/// The prepared line of `text` and its parse `l`.
+#[inline(always)]
+fn parsed<'a>(text: &'a str, l: parse::Line<'a>) -> Prepared<'a> {
+    Prepared::Parsed {
+        raw: text,
+        value: l.value,
+        repairs: l.repairs,
+        canonical: l.canonical,
+        strings: l.strings,
+    }
+}
+
 /// [`prepare`], the line's text parsed by `parse` (text, max depth, max nodes).
 #[inline(always)]
 fn prepare_by<'a>(
@@ -174,13 +186,7 @@ fn prepare_by<'a>(
         };
         return Ok(Some(
             match parse(text, budget.max_depth, budget.max_nodes) {
-                Ok(l) => Prepared::Parsed {
-                    raw: text,
-                    value: l.value,
-                    repairs: l.repairs,
-                    canonical: l.canonical,
-                    strings: l.strings,
-                },
+                Ok(l) => parsed(text, l),
                 Err(parse::Failure::OutOfMemory(e)) => return Err(e),
                 Err(parse::Failure::Over(o)) => over(o),
                 // a later budget crossing still wins over the syntax error (lexical scan semantics)
@@ -201,13 +207,7 @@ fn prepare_by<'a>(
     }
     // a scalar line: one node, no depth; only a long escaped string allocates
     Ok(Some(match parse(text, parse::HARD_DEPTH, usize::MAX) {
-        Ok(l) => Prepared::Parsed {
-            raw: text,
-            value: l.value,
-            repairs: l.repairs,
-            canonical: l.canonical,
-            strings: l.strings,
-        },
+        Ok(l) => parsed(text, l),
         Err(parse::Failure::OutOfMemory(e)) => return Err(e),
         Err(_) => Prepared::Fail {
             raw: Cow::Borrowed(text),

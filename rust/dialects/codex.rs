@@ -1335,8 +1335,9 @@ mod tests {
         );
     }
 
-    /// The usage models of `lines` mapped in order with one context, as the engine does.
-    fn models(lines: &[&str]) -> Vec<String> {
+    /// The usage readings of `lines` mapped in order with one context, as the engine does:
+    /// each one's model and speed.
+    fn readings(lines: &[&str]) -> Vec<(String, Option<String>)> {
         let mut ctx = Context::default();
         let mut got = Vec::new();
         for line in lines {
@@ -1346,12 +1347,19 @@ mod tests {
             let mut out = Vec::new();
             Codex.learn(&v, &mut ctx);
             Codex.map_in(&v, &ctx, &mut out);
-            got.extend(
-                out.iter()
-                    .filter_map(|e| Some(e.usage.as_ref()?.model.to_string())),
-            );
+            for e in &out {
+                if let Some(u) = &e.usage {
+                    let speed = e.extra.as_deref().and_then(|x| x.speed);
+                    got.push((u.model.to_string(), speed.map(str::to_owned)));
+                }
+            }
         }
         got
+    }
+
+    /// The usage models of `lines` ([`readings`]).
+    fn models(lines: &[&str]) -> Vec<String> {
+        readings(lines).into_iter().map(|(m, _)| m).collect()
     }
 
     #[test]
@@ -1379,25 +1387,7 @@ mod tests {
 
     #[test]
     fn the_service_tier_sets_the_speed_of_later_readings() {
-        let speeds = |lines: &[&str]| -> Vec<(String, Option<String>)> {
-            let mut ctx = Context::default();
-            let mut got = Vec::new();
-            for line in lines {
-                let Ok((v, _)) = crate::parse::parse(line) else {
-                    panic!("bad test json")
-                };
-                let mut out = Vec::new();
-                Codex.learn(&v, &mut ctx);
-                Codex.map_in(&v, &ctx, &mut out);
-                for e in &out {
-                    if let Some(u) = &e.usage {
-                        let speed = e.extra.as_deref().and_then(|x| x.speed);
-                        got.push((u.model.to_string(), speed.map(str::to_owned)));
-                    }
-                }
-            }
-            got
-        };
+        let speeds = readings;
         let count = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"output_tokens":1}}}}"#;
         let set = |m: &str, tier: &str| {
             format!(
