@@ -34,7 +34,7 @@ use crate::dialect::AnyDialect;
 use crate::fields::Sel;
 use crate::input::{compression, Compression};
 use crate::jsonl::Stream;
-use crate::split::{self, FileInput, Input, Plan};
+use crate::split::{self, io_oom, FileInput, Input, Plan};
 
 /// Input bytes a worker reads and normalizes into one buffer.
 pub const READ: usize = 128 << 10;
@@ -118,6 +118,10 @@ struct State {
     /// A file that failed: its later units are dropped.
     failed: Option<usize>,
     stop: bool,
+    /// Workers started (each past its thread's start), and whether they may take units: not
+    /// before every worker has started (see [`run`]).
+    started: usize,
+    go: bool,
 }
 
 impl State {
@@ -138,10 +142,6 @@ struct Shared<'a> {
     /// The writer waits here (for output of the unit being written).
     ready: Condvar,
     ahead: usize,
-}
-
-fn io_oom(e: OutOfMemory) -> io::Error {
-    io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
 }
 
 impl Shared<'_> {
@@ -209,7 +209,7 @@ impl Shared<'_> {
             if st.stop {
                 return None;
             }
-            if st.slots.len() >= self.ahead {
+            if !st.go || st.slots.len() >= self.ahead {
                 st = self.wait(&self.room, st);
                 continue;
             }
@@ -325,6 +325,8 @@ impl Shared<'_> {
     }
 
     fn worker(&self) {
+        self.lock().started += 1;
+        self.ready.notify_all();
         let mut chunk = Vec::new();
         while let Some((id, file, work)) = self.take() {
             if chunk.len() < READ {
@@ -459,6 +461,17 @@ impl Shared<'_> {
         self.lock().free.push(buf);
     }
 
+    /// Wait until `n` workers have started, then let them take units.
+    fn start(&self, n: usize) {
+        let mut st = self.lock();
+        while st.started < n && !st.stop {
+            st = self.wait(&self.ready, st);
+        }
+        st.go = true;
+        drop(st);
+        self.room.notify_all();
+    }
+
     fn mark_failed(&self, file: usize) {
         self.lock().failed = Some(file);
         self.room.notify_all();
@@ -506,15 +519,29 @@ pub fn run(
             left_at: None,
             failed: None,
             stop: false,
+            started: 0,
+            go: false,
         }),
         room: Condvar::new(),
         ready: Condvar::new(),
         ahead: 2 * jobs + 2,
     };
     std::thread::scope(|scope| {
+        // a thread that cannot be made (no memory for its stack) leaves fewer workers; none is
+        // the error (`spawn` would panic)
+        let mut started = 0;
         for _ in 0..jobs {
-            scope.spawn(|| shared.worker());
+            match std::thread::Builder::new().spawn_scoped(scope, || shared.worker()) {
+                Ok(_) => started += 1,
+                Err(e) if started == 0 => return Err(e),
+                Err(_) => break,
+            }
         }
+        // no unit is taken before every worker's thread has started: a thread's start
+        // registers a thread-local destructor with glibc, whose failure to allocate for it is
+        // a fatal abort, and a worker already at work could take the memory left first
+        // (under RLIMIT_AS: "failed to register TLS destructor: out of memory")
+        shared.start(started);
         let end = write(&shared, out, report);
         shared.stop(); // every worker out of its waits; the scope joins them
         end

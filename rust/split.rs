@@ -376,8 +376,14 @@ pub fn contexts(
     Ok(out)
 }
 
-fn io_oom(e: OutOfMemory) -> io::Error {
-    io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
+/// An allocation that failed, as an `io::Error` of kind `OutOfMemory` made without allocating
+/// (no message: Python's `MemoryError` says "out of memory"). It is made where the failure is
+/// met, while the buffers that took the memory are still held: its message as a `String`
+/// (`OutOfMemory`'s `to_string`) was an allocation that could fail in turn, and Rust aborts on
+/// that (SIGABRT, "memory allocation of 34 bytes failed" in [`plan`]'s framing of a 40 MiB line
+/// under `RLIMIT_AS`, `normalize --jobs`: tests/test_oom_paths.py).
+pub(crate) fn io_oom(_: OutOfMemory) -> io::Error {
+    io::Error::from(io::ErrorKind::OutOfMemory)
 }
 
 /// The error of work stopped by [`normalize_files`]'s `cancel` flag.
@@ -855,6 +861,10 @@ pub fn normalize_files(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
+    // every thread started before any work: a thread's start registers a thread-local
+    // destructor with glibc, a fatal abort when it cannot allocate for it, and a thread at
+    // work could take the memory left first (as in `ordered::run`)
+    pool.broadcast(|_| ());
     // plans (cheap: the cut search and, for the first range, framing and sniffing)
     let planned: Vec<io::Result<Plan>> = pool.install(|| {
         files

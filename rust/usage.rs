@@ -18,6 +18,7 @@ use crate::dialect::{AnyDialect, Context};
 use crate::event::{Event, Num};
 use crate::normalize::{Engine, LineEvents};
 use crate::sink::{self, Sink};
+use crate::split::io_oom;
 use crate::value::Value;
 
 /// Dialects whose cumulative counter is the thread's across resumes (`SESSION_CUMULATIVE`).
@@ -816,10 +817,6 @@ impl Sink for StreamFold {
     fn canonical(&self) -> bool {
         false
     }
-}
-
-fn io_oom(e: OutOfMemory) -> io::Error {
-    io::Error::new(io::ErrorKind::OutOfMemory, e.to_string())
 }
 
 /// Fold the stream in `data` (all of it).

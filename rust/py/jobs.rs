@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::ordered::{self, End, Options, Report};
@@ -67,9 +67,16 @@ pub(super) fn _normalize_ordered(
     };
     let report = report.unbind();
     let mut failure: Option<PyErr> = None;
+    let mut out_of_memory: Option<std::io::Error> = None;
     let end = py.detach(|| {
-        ordered::run(&opts, &mut out, &mut |r| {
-            Python::attach(|py| {
+        ordered::run(&opts, &mut out, &mut |r| match r {
+            Report::Done { error: Some(e), .. } if e.kind() == std::io::ErrorKind::OutOfMemory => {
+                // the run stops; its MemoryError is made once it is over, its workers and their
+                // buffers gone (they hold the memory that ran out)
+                out_of_memory = Some(e);
+                false
+            }
+            r => Python::attach(|py| {
                 let called = py.check_signals().and_then(|()| match r {
                     Report::Read(n) => report.call1(py, (n, py.None(), py.None())),
                     Report::Done {
@@ -77,11 +84,6 @@ pub(super) fn _normalize_ordered(
                         read,
                         error: None,
                     } => report.call1(py, (read, index, py.None())),
-                    Report::Done { error: Some(e), .. }
-                        if e.kind() == std::io::ErrorKind::OutOfMemory =>
-                    {
-                        Err(PyMemoryError::new_err(e.to_string()))
-                    }
                     Report::Done {
                         index,
                         read,
@@ -95,11 +97,14 @@ pub(super) fn _normalize_ordered(
                         false
                     }
                 }
-            })
+            }),
         })
     });
     if let Some(e) = failure {
         return Err(e);
+    }
+    if let Some(e) = out_of_memory {
+        return Err(super::memory_error(&e));
     }
     match end.map_err(super::io_err)? {
         End::LeftAt(i) => Ok(Some(i)),

@@ -397,9 +397,19 @@ pub(crate) fn no_failed_allocation<T>(results: &[std::io::Result<T>]) -> PyResul
         r.as_ref()
             .err()
             .filter(|e| e.kind() == std::io::ErrorKind::OutOfMemory)
-            .map(|e| PyMemoryError::new_err(e.to_string()))
+            .map(memory_error)
     };
     results.iter().find_map(oom).map_or(Ok(()), Err)
+}
+
+/// An `io::Error` of kind `OutOfMemory` as `MemoryError`: "out of memory" without formatting
+/// one where the core made it without a message (`split::io_oom`: the other files' outputs
+/// may still hold the memory), else its message.
+pub(crate) fn memory_error(e: &std::io::Error) -> PyErr {
+    match e.get_ref() {
+        None => PyMemoryError::new_err("out of memory"),
+        Some(_) => PyMemoryError::new_err(e.to_string()),
+    }
 }
 
 /// A file's failure as the Python layer takes it: `(errno or None, message)`.
