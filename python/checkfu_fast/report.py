@@ -769,7 +769,7 @@ def _main(args: argparse.Namespace) -> int:
             memo = Memo()
             text = memo.get(memo_key)
             if text is not None:  # the same options over the same unchanged files
-                sizes = (report_cache.stamps(names, stats) or [])[::5]
+                sizes: Iterable[int] = (report_cache.stamps(names, stats) or [])[::5]
                 if not report_cache.replay_progress(names, sizes, getattr(args, "progress", None)):
                     progress = Progress(names, True)
                     for name in names:
