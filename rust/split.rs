@@ -14,12 +14,14 @@
 //!   the engine is [`Engine::split_ok`] (dialect decided, nothing held, between lines): the
 //!   ranges before it are merged into range 0, which is normalized by an ordinary stream (the
 //!   same decision, the same notice), and every later range gets the decided dialect.
-//! - the dialect's context ([`Context`]: the model a codex rollout's `turn_context` names for
-//!   the readings that follow): [`plan`] gives each range the context the stream has at its
-//!   start, the one set by the last line before it that touches it ([`contexts`]: found from
-//!   the cut backwards by the dialect's [`AnyDialect::context_mark`] or a `\u00XX` escape of
-//!   one of its bytes, then prepared and learnt as the engine would), and the range's engine starts with it. Otherwise `map` and `meta`
-//!   take one parsed line, so nothing else crosses a line boundary.
+//! - the dialect's context ([`Context`]: the model and service tier a codex rollout's
+//!   `turn_context` / `thread_settings_applied` lines name for the readings that follow):
+//!   [`plan`] gives each range the context the stream has at its start, each part the one set
+//!   by the last line before it that touches that part ([`contexts`]: found from the cut
+//!   backwards by the dialect's [`AnyDialect::context_marks`] or a `\u00XX` escape of one of
+//!   their bytes, then prepared and learnt as the engine would), and the range's engine starts
+//!   with it. Otherwise `map` and `meta` take one parsed line, so nothing else crosses a line
+//!   boundary.
 //! - budgets are per line; an over-long line is kept whole in one range (a cut is never
 //!   inside a line); the last line without LF ends the last range (only its stream finishes).
 //! - a UTF-16/UTF-32 stream, or one where no cut is `split_ok` (say, only blank lines for
@@ -348,10 +350,11 @@ fn last_context(
     Ok((found, have))
 }
 
-/// The dialect context at the start of each of `ranges`: for range `k > 0`, the one the last
-/// line of range `k - 1` that touches it sets ([`last_context`]), else range `k - 1`'s. Each
-/// range is searched from its end back to the last such line only (in a codex rollout, one
-/// per turn): all of the input only where no line touches it.
+/// The dialect context at the start of each of `ranges`: for range `k > 0`, each part the one
+/// the last line of range `k - 1` that touches that part sets ([`last_context`]), else range
+/// `k - 1`'s. Each range is searched from its end back until every part is found: in a codex
+/// rollout the model within a turn, the tier (set only when changed) often not, so most
+/// ranges are searched whole, once (a substring search; only lines with a mark are parsed).
 pub fn contexts(
     src: &mut dyn Input,
     ranges: &[(u64, u64)],
