@@ -116,7 +116,8 @@ pub struct Event<'v> {
     pub retry_after_ms: Option<u64>,
     pub usage: Option<Usage<'v>>,
     pub usage_scope: Option<&'static str>,
-    pub message_id: Option<&'v str>,
+    /// Owned where the dialect derives it (a claude usage iteration: `<id>#compaction0`).
+    pub message_id: Option<Text<'v>>,
     pub delta: bool,
     /// For `line_too_long`: the full length of the line.
     pub line_bytes: Option<u64>,

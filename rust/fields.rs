@@ -336,7 +336,7 @@ fields! {
     "retryAfterMs": Ty::UInt => |c| c.ev.retry_after_ms.map(Val::UInt);
     "usage": Ty::Obj(&USAGE) => |c| c.ev.usage.as_ref().map(|u| Val::Obj(Obj::Usage(u)));
     "usageScope": Ty::Str => |c| c.ev.usage_scope.map(Val::Str);
-    "messageId": Ty::Str => |c| c.ev.message_id.map(Val::Str);
+    "messageId": Ty::Str => |c| c.ev.message_id.as_deref().map(Val::Str);
     "delta": Ty::Flag => |c| c.ev.delta.then_some(Val::Bool(true));
     "truncated": Ty::Flag => |c| c.ev.line_bytes.map(|_| Val::Bool(true));
     "lineBytes": Ty::UInt => |c| {

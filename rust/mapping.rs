@@ -827,7 +827,7 @@ fn opt<'v>(v: &'v Value<'v>, p: Option<&Pointer>) -> Option<&'v Value<'v>> {
 }
 
 fn event<'v>(e: &Emit, v: &'v Value<'v>) -> Event<'v> {
-    let message_id = string_ref(e.message_id.as_ref(), v);
+    let message_id = string_ref(e.message_id.as_ref(), v).map(Cow::Borrowed);
     if e.kind == "usage" {
         let ins: Vec<_> = e.usage_in.iter().map(|p| resolve(v, p)).collect();
         let outs: Vec<_> = e.usage_out.iter().map(|p| resolve(v, p)).collect();

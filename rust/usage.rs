@@ -561,7 +561,7 @@ impl StreamFold {
             }
         }
         if let (true, Some(req)) = (scope_name == "message", rec.meta.request_id) {
-            let (tag, id) = match ev.message_id {
+            let (tag, id) = match ev.message_id.as_deref() {
                 Some(m) => ("m:", m),
                 None => ("r:", req),
             };
@@ -601,7 +601,7 @@ impl StreamFold {
             scope.settle();
             scope.prior = std::mem::replace(&mut scope.counter, vec![r]);
             scope.counter_at = at;
-        } else if let (true, Some(mid)) = (scope_name == "message", ev.message_id) {
+        } else if let (true, Some(mid)) = (scope_name == "message", ev.message_id.as_deref()) {
             if scope.covered.contains(mid) {
                 // a repeat of a message the counter already counts
             } else if let Some(&j) = scope.messages.get(mid) {

@@ -798,7 +798,7 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
     content_events(m.get("content"), "assistant", out);
     if m.has("usage") {
         let mut ev = claude_usage("message", model, m.get("usage"), None);
-        ev.message_id = m.str_at("id");
+        ev.message_id = m.str_at("id").map(Cow::Borrowed);
         out.push(ev);
     }
 }

@@ -62,7 +62,7 @@ impl Dialect for Grok {
             },
             "usage" => {
                 let mut ev = grok_usage("message", v.get("model"), v.get("usage"), None);
-                ev.message_id = v.str_at("messageId");
+                ev.message_id = v.str_at("messageId").map(Cow::Borrowed);
                 out.push(ev);
             }
             "plan" => out.push(status(

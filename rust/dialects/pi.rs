@@ -387,7 +387,7 @@ fn message<'v>(m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         );
         let ev = reasoning_tokens(ev, get("reasoning"));
         let mut ev = cache_writes(ev, Num::count(get("cacheWrite")), None);
-        ev.message_id = m.str_at("responseId");
+        ev.message_id = m.str_at("responseId").map(Cow::Borrowed);
         out.push(ev);
     }
 }
