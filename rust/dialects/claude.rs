@@ -800,6 +800,40 @@ fn assistant<'v>(v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         let mut ev = claude_usage("message", model, m.get("usage"), None);
         ev.message_id = m.str_at("id").map(Cow::Borrowed);
         out.push(ev);
+        billed_iterations(v, m, out);
+    }
+}
+
+/// The sampling steps of one API request that its top-level `usage` leaves out and that are
+/// billed (docs/usage.md "Rules"): a server-side `compaction` (the request's model) and an
+/// `advisor_message` (the advisor's own `model`), each its own message reading after the
+/// message's, with a `messageId` of its own (`<id>#<type><index in iterations>`, else from the
+/// `requestId`) so that a repeated line counts it once. `message` and `fallback_message`
+/// iterations are what the top-level numbers already count.
+fn billed_iterations<'v>(v: &'v Value<'v>, m: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
+    let Some(Value::Array(items)) = m.get("usage").and_then(|u| u.get("iterations")) else {
+        return;
+    };
+    let base = m.str_at("id").or_else(|| nonempty(v.get("requestId")));
+    for (i, it) in items.iter().enumerate() {
+        let kind = match it.str_at("type") {
+            Some(k @ ("compaction" | "advisor_message")) => k,
+            _ => continue,
+        };
+        let own = it
+            .get("model")
+            .filter(|x| x.as_str().is_some_and(|s| !s.is_empty()));
+        let model = match own {
+            Some(_) => own,
+            None if kind == "compaction" => m.get("model"),
+            None => None,
+        };
+        let mut ev = claude_usage("message", model, Some(it), None);
+        if ev.usage.as_ref().is_none_or(|u| u.unknown) {
+            continue;
+        }
+        ev.message_id = base.map(|b| Cow::Owned(format!("{b}#{kind}{i}")));
+        out.push(ev);
     }
 }
 
@@ -1304,5 +1338,69 @@ mod tests {
         assert_eq!(m.agent_id, Some("a1"));
         assert_eq!(m.request_id, Some("req_1"));
         assert!(m.sidechain);
+    }
+
+    /// (messageId, model, input, output) of each usage event
+    type Row = (Option<String>, String, Option<Num>, Option<Num>);
+
+    fn usage_rows(ev: &[Event<'_>]) -> Vec<Row> {
+        ev.iter()
+            .filter_map(|e| {
+                let u = e.usage.as_ref()?;
+                Some((
+                    e.message_id.as_deref().map(str::to_owned),
+                    u.model.to_string(),
+                    u.input,
+                    u.output,
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn billed_iterations_are_their_own_readings() {
+        // compaction (the message's model), advisor (its own), message and fallback not again
+        let line = r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-opus-4-6","content":[],"usage":{"input_tokens":4,"output_tokens":10,"iterations":[{"type":"compaction","input_tokens":100,"cache_read_input_tokens":900,"output_tokens":30},{"type":"message","input_tokens":4,"output_tokens":10},{"type":"advisor_message","model":"claude-fable-5","input_tokens":50,"output_tokens":7},{"type":"fallback_message","input_tokens":4,"output_tokens":10},{"type":"advisor_message"},"x"]}}}"#;
+        run(line, |ev| {
+            let id = |s: &str| Some(s.to_owned());
+            assert_eq!(
+                usage_rows(ev),
+                vec![
+                    (
+                        id("msg_1"),
+                        "claude-opus-4-6".into(),
+                        Some(Num::Int(4)),
+                        Some(Num::Int(10))
+                    ),
+                    (
+                        id("msg_1#compaction0"),
+                        "claude-opus-4-6".into(),
+                        Some(Num::Int(1000)),
+                        Some(Num::Int(30))
+                    ),
+                    (
+                        id("msg_1#advisor_message2"),
+                        "claude-fable-5".into(),
+                        Some(Num::Int(50)),
+                        Some(Num::Int(7))
+                    ),
+                ]
+            );
+        });
+        // no message id: the requestId names them; neither: no messageId
+        let line = r#"{"type":"assistant","requestId":"req_9","message":{"usage":{"input_tokens":0,"output_tokens":0,"iterations":[{"type":"advisor_message","input_tokens":5,"output_tokens":1}]}}}"#;
+        run(line, |ev| {
+            let rows = usage_rows(ev);
+            assert_eq!(rows.len(), 2);
+            let last = rows.last().map(|r| (r.0.as_deref(), r.1.as_str()));
+            // an advisor without its model is not priced
+            assert_eq!(last, Some((Some("req_9#advisor_message0"), "unknown")));
+        });
+        let line = r#"{"type":"assistant","message":{"usage":{"iterations":[{"type":"compaction","input_tokens":5,"output_tokens":1}]}}}"#;
+        run(line, |ev| {
+            let rows = usage_rows(ev);
+            assert_eq!(rows.len(), 2);
+            assert_eq!(rows.last().map(|r| r.0.is_none()), Some(true));
+        });
     }
 }

@@ -611,6 +611,48 @@ def _assistant(v: dict[str, Any]) -> list[Event]:
         if isinstance(m.get("id"), str):
             ev["messageId"] = m["id"]
         out.append(ev)
+        out.extend(_billed_iterations(v, m))
+    return out
+
+
+# `usage.iterations[]` types that the top-level `usage` leaves out and that are billed
+_BILLED_ITERATIONS = ("compaction", "advisor_message")
+
+
+def _billed_iterations(v: dict[str, Any], m: dict[str, Any]) -> list[Event]:
+    """The sampling steps of one API request that its top-level ``usage`` leaves out and that
+    are billed (docs/usage.md "Rules"): a server-side ``compaction`` (the request's model) and
+    an ``advisor_message`` (the advisor's own ``model``), each its own message reading after the
+    message's, with a ``messageId`` of its own (``<id>#<type><index in iterations>``, else from
+    the ``requestId``) so that a repeated line counts it once. ``message`` and
+    ``fallback_message`` iterations are what the top-level numbers already count."""
+    u = m.get("usage")
+    items = u.get("iterations") if isinstance(u, dict) else None
+    if not isinstance(items, list):
+        return []
+    base = m.get("id")
+    if not isinstance(base, str):
+        req = v.get("requestId")
+        base = req if isinstance(req, str) and req else None
+    out = []
+    for i, it in enumerate(items):
+        kind = it.get("type") if isinstance(it, dict) else None
+        if kind not in _BILLED_ITERATIONS:
+            continue
+        own = it.get("model")
+        model = (
+            own
+            if isinstance(own, str) and own
+            else m.get("model")
+            if kind == "compaction"
+            else None
+        )
+        ev = claude_usage("message", model, it)
+        if ev["usage"].get("unknown"):
+            continue
+        if base is not None:
+            ev["messageId"] = f"{base}#{kind}{i}"
+        out.append(ev)
     return out
 
 
