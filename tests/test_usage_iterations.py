@@ -156,3 +156,23 @@ def test_a_result_covers_the_iterations_before_it():
         18406 + 160510 + 0 + 152500 + 15904,
         377 + 4100 + 0 + 2900 + 58,
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in sorted((ROOT / "vectors" / "usage").glob("*.totals.json"))
+        if "billedByModel" in p.read_text()
+    ],
+    ids=lambda p: p.name,
+)
+def test_session_file_totals_equal_the_billed_rule(path):
+    """regen.py's independent reader: ccusage's entries plus each billed iteration, per model;
+    ccusage's own rule (top-level usage only) counts less."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    keys = ("inputTokens", "outputTokens", "cachedTokens")
+    got = {m: {k: t[k] for k in keys} for m, t in doc["totals"]["byModel"].items()}
+    assert got == {m: {k: t[k] for k in keys} for m, t in doc["billedByModel"].items()}
+    top = doc["ccusageTopLevelByModel"]
+    assert sum(t["inputTokens"] for t in top.values()) < doc["totals"]["total"]["inputTokens"]

@@ -21,11 +21,18 @@ lines by an independent reader (the package never reads native JSON outside its 
 ``estimatedUsd``: for claude session files and codex rollouts (which report no cost), the cost
 of every request at the shipped price snapshot (``python/checkfu_fast/data/prices.json``), read
 here from the native lines with its own price arithmetic (``Decimal``): per claude message (the
-ccusage entry) its input, cache reads, cache writes (5-minute and 1-hour apart) and output; per
+ccusage entry) its input, cache reads, cache writes (5-minute and 1-hour apart) and output, and
+each billed iteration of it apart (``usage.iterations[]`` of type ``compaction``, at the
+message's model, and ``advisor_message``, at its own ``model``: the top-level ``usage`` leaves
+them out; docs/usage.md "Rules"), at the prices in force on the line's UTC day; per
 codex ``token_count`` line the growth of ``total_token_usage`` over the thread's largest reading
 so far, at the model of the latest ``turn_context`` or ``thread_settings_applied`` and its
 service tier (``fast``/``priority``: the model's ``{"service_tier": "fast"}`` prices); a tier
 applies when the request's input exceeds its start. ``unpricedModels``: the models the snapshot has no price for.
+
+claude session files whose messages have billed iterations get ``billedByModel`` (the ccusage
+entries plus those iterations, per model) in place of ``ccusageByModel``, and
+``ccusageTopLevelByModel``: what ccusage's rule (top-level usage only) gives for them.
 
 ``reasoningTokens`` is in ``cli`` where the CLI reports reasoning tokens (codex
 ``reasoning_output_tokens``, opencode ``tokens.reasoning``, pi ``usage.reasoning``, grok
@@ -82,6 +89,11 @@ CASES = {
         "vectors/events/claude/session-file.input.jsonl",
         "vectors/events/claude/session-file-subagent.input.jsonl",
     ],
+    "claude-session-file-compaction": [
+        "vectors/events/claude/session-file-compaction.input.jsonl",
+        "vectors/usage/inputs/claude-compaction-resume.jsonl",
+    ],
+    "claude-stream-compaction": ["vectors/events/claude/stream-compaction.input.jsonl"],
 }
 
 
@@ -290,10 +302,28 @@ def cli_grok(ds):
     return steps
 
 
-def ccusage_claude(ds):
-    """Session files report no total of their own: ccusage's rule, read from the native lines
-    (top-level ``message.usage`` only; one entry per ``(message.id, requestId)``, the one with
-    the largest token total; ``<synthetic>`` lines dropped), per model."""
+BILLED_ITERATIONS = ("compaction", "advisor_message")  # left out of the top-level usage
+
+
+def billed_iterations(m):
+    """A message's billed iterations as ``(model, usage)``: a compaction at the iteration's
+    ``model``, else the message's; an advisor call at its own ``model`` (``unknown`` without)."""
+    its = (m.get("usage") or {}).get("iterations")
+    out = []
+    for it in its if isinstance(its, list) else []:
+        if not isinstance(it, dict) or it.get("type") not in BILLED_ITERATIONS:
+            continue
+        if not any(isinstance(it.get(k), (int, float)) for k in ("input_tokens", "output_tokens")):
+            continue
+        own = it.get("model")
+        fallback = m.get("model") if it["type"] == "compaction" else None
+        out.append((own if isinstance(own, str) and own else fallback or "unknown", it))
+    return out
+
+
+def best_claude_entries(ds):
+    """ccusage's entries: one per ``(message.id, requestId)``, the line with the largest token
+    total; ``<synthetic>`` lines dropped. Values: (model, usage, message, UTC day)."""
     best = {}
     for d in ds:
         m = d.get("message") if isinstance(d.get("message"), dict) else {}
@@ -306,9 +336,28 @@ def ccusage_claude(ds):
         if key not in best or size > best[key][0]:
             speed = u.get("speed")  # fast mode: its own model (ccusage: "<model>-fast")
             fast = isinstance(speed, str) and speed not in ("", "standard")
-            best[key] = (size, f"{m['model']} ({speed})" if fast else m["model"], u)
+            model = f"{m['model']} ({speed})" if fast else m["model"]
+            best[key] = (size, model, u, m, (d.get("timestamp") or "")[:10] or None)
+    return [v[1:] for v in best.values()]
+
+
+def billed_claude(ds):
+    """The ccusage entries plus each one's billed iterations, per model (tokens)."""
     models = {}
-    for _, model, u in best.values():
+    for model, u, m, _ in best_claude_entries(ds):
+        for mod, x in [(model, u), *billed_iterations(m)]:
+            cr = x.get("cache_read_input_tokens", 0)
+            i = x.get("input_tokens", 0) + cr + x.get("cache_creation_input_tokens", 0)
+            models[mod] = add(models.get(mod, tot()), tot(i, x.get("output_tokens", 0), cr))
+    return {k: models[k] for k in sorted(models)}
+
+
+def ccusage_claude(ds):
+    """Session files report no total of their own: ccusage's rule, read from the native lines
+    (top-level ``message.usage`` only; one entry per ``(message.id, requestId)``, the one with
+    the largest token total; ``<synthetic>`` lines dropped), per model."""
+    models = {}
+    for model, u, _, _ in best_claude_entries(ds):
         cr = u.get("cache_read_input_tokens", 0)
         i = u.get("input_tokens", 0) + cr + u.get("cache_creation_input_tokens", 0)
         models[model] = add(models.get(model, tot()), tot(i, u.get("output_tokens", 0), cr))
@@ -334,8 +383,9 @@ def _clause(c, text):
     }[k]()
 
 
-def price_of(model):
-    """The model's latest prices: the first provider whose modelMatch matches, then its first
+def price_of(model, day=None):
+    """The model's prices in force on ``day`` (``YYYY-MM-DD``; the last whose ``since`` is not
+    later; None: the latest): the first provider whose modelMatch matches, then its first
     model whose match does (the snapshot's rule, for the names in these examples). ``"<model>
     (fast)"``: those prices with the model's ``{"speed": "fast"}`` variants (OpenAI's: its
     ``{"service_tier": "fast"}`` ones) over them (the first that names a price wins), None
@@ -346,13 +396,17 @@ def price_of(model):
         if prov["modelMatch"] and _clause(prov["modelMatch"], name):
             for m in SNAPSHOT["models"]:
                 if m["provider"] == prov["id"] and _clause(m["match"], name):
+                    base = m["prices"][0]
+                    for p in m["prices"]:
+                        if p.get("since") is None or day is None or day >= p["since"]:
+                            base = p
                     if not speed:
-                        return m["prices"][-1]
+                        return base
                     vs = [v for v in m.get("variants", [])
                           if v["when"] in ({"speed": speed}, {"service_tier": speed})]
                     if not vs:
                         return None
-                    p = dict(m["prices"][-1])
+                    p = dict(base)
                     for k in ("input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"):
                         p[k] = next((v[k] for v in vs if k in v), p.get(k))
                     return p
@@ -360,11 +414,12 @@ def price_of(model):
     return None
 
 
-def request_usd(model, inp, out, read, write=0, write1h=0):
-    """One request's cost (Decimal USD), None when the model has no price."""
+def request_usd(model, inp, out, read, write=0, write1h=0, day=None):
+    """One request's cost (Decimal USD) at the prices in force on ``day``, None when the model
+    has no price."""
     from decimal import Decimal as D
 
-    p = price_of(model)
+    p = price_of(model, day)
     if p is None:
         return None
 
@@ -392,26 +447,20 @@ def request_usd(model, inp, out, read, write=0, write1h=0):
 
 
 def estimate_claude_files(ds):
-    """Session files: the ccusage entry of each message priced (its own model)."""
-    best = {}
-    for d in ds:
-        m = d.get("message") if isinstance(d.get("message"), dict) else {}
-        u = m.get("usage")
-        if d.get("type") != "assistant" or not u or m.get("model") == "<synthetic>":
-            continue
-        key = (m.get("id"), d.get("requestId"))
-        size = sum(u.get(k, 0) for k in ("input_tokens", "output_tokens",
-                                        "cache_creation_input_tokens", "cache_read_input_tokens"))
-        if key not in best or size > best[key][0]:
-            speed = u.get("speed")  # fast mode: priced apart, as "<model> (fast)"
-            fast = isinstance(speed, str) and speed not in ("", "standard")
-            best[key] = (size, f"{m['model']} ({speed})" if fast else m["model"], u)
+    """Session files: the ccusage entry of each message priced (its own model), and each of its
+    billed iterations as a request of its own, on the line's day."""
+
+    def req(model, u, day):
+        cr = u.get("cache_read_input_tokens", 0)
+        cw = u.get("cache_creation_input_tokens", 0)
+        w1h = (u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0)
+        return (model, u.get("input_tokens", 0) + cr + cw, u.get("output_tokens", 0), cr, cw, w1h,
+                day)
+
     return _sum_requests(
-        (model, u.get("input_tokens", 0) + u.get("cache_read_input_tokens", 0)
-         + u.get("cache_creation_input_tokens", 0), u.get("output_tokens", 0),
-         u.get("cache_read_input_tokens", 0), u.get("cache_creation_input_tokens", 0),
-         (u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0))
-        for _, model, u in best.values()
+        req(mod, x, day)
+        for model, u, m, day in best_claude_entries(ds)
+        for mod, x in [(model, u), *billed_iterations(m)]
     )
 
 
@@ -457,15 +506,15 @@ def estimate_codex_rollouts(files):
             delta = tuple(max(a - b, 0) for a, b in zip(t, base))
             seen[thread] = tuple(map(max, base, t))
             prev = t
-            reqs.append((f"{model} ({tier})" if tier else model, *delta, 0))
+            reqs.append((f"{model} ({tier})" if tier else model, *delta, 0, None))
     return _sum_requests(reqs)
 
 
 def _sum_requests(reqs):
     total, unpriced, writes = 0, set(), 0
-    for model, i, o, r, w, w1h in reqs:
+    for model, i, o, r, w, w1h, day in reqs:
         writes += w
-        usd = request_usd(model, i, o, r, w, w1h)
+        usd = request_usd(model, i, o, r, w, w1h, day)
         if usd is None:
             if i or o:
                 unpriced.add(model)
@@ -509,7 +558,11 @@ def main() -> None:
             if model_usage is not None:
                 doc["cliModelUsage"] = model_usage
             if doc["cli"] is None and any("requestId" in d for d in ds):
-                doc["ccusageByModel"] = ccusage_claude(ds)
+                if any(billed_iterations(m) for _, _, m, _ in best_claude_entries(ds)):
+                    doc["billedByModel"] = billed_claude(ds)
+                    doc["ccusageTopLevelByModel"] = ccusage_claude(ds)
+                else:
+                    doc["ccusageByModel"] = ccusage_claude(ds)
                 doc["estimate"] = estimate_claude_files(ds)
         elif dialect == "codex" and any(isinstance(d.get("payload"), dict) for d in ds):
             doc["cli"] = rollout_codex([list(lines([p])) for p in paths])
