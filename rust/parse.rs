@@ -213,7 +213,7 @@ pub fn detach<'t>(v: &Value<'_>, text: &'t str) -> Result<Value<'t>, OutOfMemory
 pub struct Scratch {
     items: Vec<Value<'static>>,
     pairs: Vec<Pair<'static>>,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 /// An empty vector of `U` in the allocation of `v` (the same type but for lifetimes): the
@@ -286,7 +286,7 @@ struct Parser<'a> {
     /// Where the containers' slices and the escaped strings go.
     bump: &'a Bump,
     /// The decoding buffer of escaped strings ([`Scratch::buf`]).
-    buf: String,
+    buf: Vec<u8>,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -576,20 +576,22 @@ impl<'a> Parser<'a> {
     }
 
     /// The rest of a string from `at`, the first quote, backslash or control byte after the
-    /// opening quote at `start`. Each run between escapes is pushed whole, the short escapes
-    /// come from a table, and the next special byte is looked for in the next word first (on
-    /// the corpora most runs after an escape are shorter than 8 bytes).
+    /// opening quote at `start`, decoded ([`Parser::decode`]) into the scratch buffer, then
+    /// copied into the arena.
     #[inline(never)]
     fn escaped(&mut self, start: usize, at: usize) -> Result<Cow<'a, str>, JsonError> {
         let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
         let r = self.decode(start, at, &mut buf);
         let out = match r {
-            Ok(()) => match self.bump.try_alloc_str(&buf) {
-                Ok(s) => Ok(Cow::Borrowed(&*s)),
-                Err(_) => Err(self.out_of_memory(OutOfMemory {
-                    requested: buf.len(),
-                })),
+            // the runs are whole chars (cut before ASCII bytes only) and each escape is the
+            // UTF-8 of a char, so this check always passes: it is what makes the bytes a `str`
+            // without `unsafe`
+            Ok(n) => match simdutf8::basic::from_utf8(buf.get(..n).unwrap_or_default()) {
+                Ok(s) => match self.bump.try_alloc_str(s) {
+                    Ok(s) => Ok(Cow::Borrowed(&*s)),
+                    Err(_) => Err(self.out_of_memory(OutOfMemory { requested: n })),
+                },
+                Err(_) => Err(self.err("invalid UTF-8 in string", start)),
             },
             Err(e) => Err(e),
         };
@@ -597,68 +599,97 @@ impl<'a> Parser<'a> {
         out
     }
 
-    /// [`Parser::escaped`]'s decoding, into `buf`.
-    fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
+    /// [`Parser::escaped`]'s decoding, into `buf` from its start; returns the decoded length.
+    /// `buf` is used as a slice (its bytes beyond what a string wrote are left over from
+    /// others): made at least the rest of the line long (a string decodes to no more bytes than
+    /// its text has) plus a block, it grows about once per stream. Each escape is decoded, then
+    /// the run of plain bytes after it copied and scanned at once ([`copy_run`]).
+    fn decode(&mut self, start: usize, at: usize, buf: &mut Vec<u8>) -> Result<usize, JsonError> {
+        let b = self.b;
+        let need = (b.len() - start).saturating_add(BLOCK);
+        if buf.len() < need {
+            self.grow(buf, need)?;
+        }
+        let out = buf.as_mut_slice();
         let unterminated = JsonError {
             message: "unterminated string",
             offset: start,
         };
-        // the string's text from the pending unescaped run on, cut after each escape
-        let mut rest: &'a str = self.s.get(start + 1..).unwrap_or_default();
-        let mut k = at.saturating_sub(start + 1); // the next special byte, in `rest`
+        // the first run, before `at`
+        let first = b.get(start + 1..at).unwrap_or_default();
+        if let Some(dst) = out.get_mut(..first.len()) {
+            dst.copy_from_slice(first);
+        }
+        let mut o = first.len();
+        let mut i = at;
         loop {
-            match rest.as_bytes().get(k) {
+            // `b[i]` is a special byte: an escape, the end, or an error
+            match b.get(i) {
                 Some(b'\\') => {}
                 Some(b'"') => {
-                    self.i = self.b.len() - rest.len() + k + 1;
-                    let tail = rest.get(..k).unwrap_or_default();
-                    if let Err(e) = OutOfMemory::reserve_str(buf, tail.len()) {
-                        return Err(self.out_of_memory(e));
-                    }
-                    buf.push_str(tail);
-                    return Ok(());
+                    self.i = i + 1;
+                    return Ok(o);
                 }
                 None => return Err(unterminated),
-                Some(_) => {
-                    let at = self.b.len() - rest.len() + k;
-                    return Err(self.err("control character in string", at));
-                }
+                Some(_) => return Err(self.err("control character in string", i)),
             }
-            // a backslash at `k`: the run before it and one char (at most 4 bytes) are pushed
-            let (pending, esc) = rest.split_at_checked(k).unwrap_or((rest, ""));
-            if let Err(e) = OutOfMemory::reserve_str(buf, pending.len() + 4) {
-                return Err(self.out_of_memory(e));
-            }
-            buf.push_str(pending);
-            let Some(&e) = esc.as_bytes().get(1) else {
+            let Some(&e) = b.get(i + 1) else {
                 return Err(unterminated);
             };
             let short = short_escape(e);
-            let used = if short != 0 {
-                buf.push(char::from(short));
-                2
+            if short != 0 {
+                if let Some(d) = out.get_mut(o) {
+                    *d = short;
+                }
+                o += 1;
+                i += 2;
             } else if e == b'u' {
-                let at = self.b.len() - esc.len();
-                self.u_escape(buf, at)? - at
+                (i, o) = self.u_escape(out, o, i)?;
             } else if e == b'/' {
-                buf.push('/');
+                if let Some(d) = out.get_mut(o) {
+                    *d = b'/';
+                }
+                o += 1;
+                i += 2;
                 self.canon = false;
-                2
             } else {
-                let at = self.b.len() - esc.len();
                 return Err(JsonError {
                     message: "invalid escape",
-                    offset: at,
+                    offset: i,
                 });
-            };
-            rest = esc.get(used..).unwrap_or_default();
-            k = next_special(rest.as_bytes(), 0);
+            }
+            let n = copy_run(
+                b.get(i..).unwrap_or_default(),
+                out.get_mut(o..).unwrap_or_default(),
+            );
+            i += n;
+            o += n;
         }
     }
 
-    /// Push the char of the `\\uXXXX` escape at `at` (a surrogate pair is one char, a lone
-    /// surrogate U+FFFD, counted) and return the index after it.
-    fn u_escape(&mut self, buf: &mut String, at: usize) -> Result<usize, JsonError> {
+    /// `buf` made `need` bytes long (zeros added).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, buf: &mut Vec<u8>, need: usize) -> Result<(), JsonError> {
+        match OutOfMemory::reserve(buf, need.saturating_sub(buf.len())) {
+            Ok(()) => {
+                buf.resize(need, 0);
+                Ok(())
+            }
+            Err(e) => Err(self.out_of_memory(e)),
+        }
+    }
+
+    /// Write the UTF-8 of the char of the `\\uXXXX` escape at `at` into `out` at `o` (a
+    /// surrogate pair is one char, a lone surrogate U+FFFD, counted); returns the indexes after
+    /// it in the line and in `out`.
+    #[inline(never)]
+    fn u_escape(
+        &mut self,
+        out: &mut [u8],
+        o: usize,
+        at: usize,
+    ) -> Result<(usize, usize), JsonError> {
         let Some(c) = hex4(self.b, at + 2) else {
             return Err(JsonError {
                 message: "invalid \\u escape",
@@ -669,7 +700,7 @@ impl<'a> Parser<'a> {
         if self.canon && !is_written_u_escape(self.b.get(at..i), c) {
             self.canon = false;
         }
-        if (0xD800..0xDC00).contains(&c) {
+        let ch = if (0xD800..0xDC00).contains(&c) {
             // a high surrogate joins a following low-surrogate escape
             let low = (self.b.get(i) == Some(&b'\\') && self.b.get(i + 1) == Some(&b'u'))
                 .then(|| hex4(self.b, i + 2))
@@ -677,19 +708,24 @@ impl<'a> Parser<'a> {
                 .filter(|l| (0xDC00..0xE000).contains(l));
             if let Some(l) = low {
                 let cp = 0x10000 + ((c - 0xD800) << 10) + (l - 0xDC00);
-                buf.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
                 i += 6;
+                char::from_u32(cp).unwrap_or('\u{FFFD}')
             } else {
-                buf.push('\u{FFFD}');
                 self.repairs += 1;
+                '\u{FFFD}'
             }
         } else if let Some(ch) = char::from_u32(c) {
-            buf.push(ch);
+            ch
         } else {
-            buf.push('\u{FFFD}'); // a lone low surrogate
-            self.repairs += 1;
+            self.repairs += 1; // a lone low surrogate
+            '\u{FFFD}'
+        };
+        let mut utf8 = [0; 4];
+        let bytes = ch.encode_utf8(&mut utf8).as_bytes();
+        if let Some(dst) = out.get_mut(o..o + bytes.len()) {
+            dst.copy_from_slice(bytes);
         }
-        Ok(i)
+        Ok((i, o + bytes.len()))
     }
 
     fn enter(&mut self) -> Result<(), JsonError> {
@@ -860,17 +896,22 @@ fn special(c: u8) -> bool {
 /// backslash, 0 for the others (`\/` and `\u` are handled apart: `/` is not canonical).
 #[inline(always)]
 fn short_escape(e: u8) -> u8 {
-    match e {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'b' => 0x08,
-        b'f' => 0x0c,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        _ => 0,
-    }
+    SHORT_ESCAPES.get(usize::from(e)).copied().unwrap_or(0)
 }
+
+/// [`short_escape`]'s table (a `match` was a jump table: 7 instructions an escape).
+#[allow(clippy::indexing_slicing)]
+static SHORT_ESCAPES: [u8; 256] = {
+    let mut t = [0; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0c;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t
+};
 
 /// [`scan_str`] for a short run: the next 8 bytes are tested as one word first (most keys and
 /// most runs after an escape are shorter: on the bench corpora 63 % of the runs after an escape),
@@ -904,6 +945,16 @@ fn special_bits(x: u64) -> u64 {
         & HIGH
 }
 
+/// Whether `block` has a special byte: three folds, not one (LLVM gives each its compare and
+/// `pmovmskb`, where the single fold came out two instructions longer).
+#[inline(always)]
+fn any_special(block: &[u8; BLOCK]) -> bool {
+    let quote = block.iter().fold(false, |acc, &c| acc | (c == b'"'));
+    let backslash = block.iter().fold(false, |acc, &c| acc | (c == b'\\'));
+    let control = block.iter().fold(false, |acc, &c| acc | (c < 0x20));
+    quote | backslash | control
+}
+
 /// The index in `block` of its first special byte (`BLOCK` if none).
 #[inline(always)]
 fn first_special(block: &[u8; BLOCK]) -> usize {
@@ -914,6 +965,53 @@ fn first_special(block: &[u8; BLOCK]) -> usize {
         return m.trailing_zeros() as usize / 8;
     }
     8 + special_bits(word(hi)).trailing_zeros() as usize / 8
+}
+
+/// Copy the run of plain bytes at the start of `src` into `dst` (at least as long, plus
+/// [`BLOCK`] bytes: bytes after the run may be copied too) and return its length (`src.len()`
+/// when `src` has no special byte): 16 bytes at a time, each block copied whole and its first
+/// special byte found from its flags ([`flags16`]), so a run costs a few instructions a block
+/// and no `memcpy` call (most runs after an escape are shorter than a block).
+#[inline(always)]
+fn copy_run(src: &[u8], dst: &mut [u8]) -> usize {
+    let mut n = 0;
+    for (s, d) in src.chunks_exact(BLOCK).zip(dst.chunks_exact_mut(BLOCK)) {
+        d.copy_from_slice(s);
+        let Ok(block) = <&[u8; BLOCK]>::try_from(s) else {
+            break;
+        };
+        let f = flags16(block);
+        if f != 0 {
+            return n + f.trailing_zeros() as usize / 8;
+        }
+        n += BLOCK;
+    }
+    n + copy_tail(
+        src.get(n..).unwrap_or_default(),
+        dst.get_mut(n..).unwrap_or_default(),
+    )
+}
+
+/// 0xff in each byte of `b` that is special, 0 in the others: LLVM makes the map a few
+/// 16-byte vector compares (SSE2, x86-64's baseline; no `unsafe`), the first special byte is
+/// then the flags' trailing zeros over 8.
+#[inline(always)]
+fn flags16(b: &[u8; BLOCK]) -> u128 {
+    let mut f = [0u8; BLOCK];
+    for (d, &c) in f.iter_mut().zip(b) {
+        *d = u8::from(special(c)).wrapping_neg();
+    }
+    u128::from_le_bytes(f)
+}
+
+/// [`copy_run`] byte by byte (the line's last bytes).
+#[inline(never)]
+fn copy_tail(src: &[u8], dst: &mut [u8]) -> usize {
+    let n = scan_str(src, 0);
+    if let (Some(s), Some(d)) = (src.get(..n), dst.get_mut(..n)) {
+        d.copy_from_slice(s);
+    }
+    n
 }
 
 /// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none).
@@ -928,12 +1026,7 @@ fn scan_str(b: &[u8], mut i: usize) -> usize {
         let Ok(block) = <&[u8; BLOCK]>::try_from(block) else {
             break;
         };
-        // three folds, not one: LLVM gives each its compare and `pmovmskb`, where the single
-        // fold came out two instructions longer
-        let quote = block.iter().fold(false, |acc, &c| acc | (c == b'"'));
-        let backslash = block.iter().fold(false, |acc, &c| acc | (c == b'\\'));
-        let control = block.iter().fold(false, |acc, &c| acc | (c < 0x20));
-        if quote | backslash | control {
+        if any_special(block) {
             return i + first_special(block);
         }
         i += BLOCK;
