@@ -975,7 +975,7 @@ fn first_special(block: &[u8; BLOCK]) -> usize {
 #[inline(always)]
 fn copy_run(src: &[u8], dst: &mut [u8]) -> usize {
     let mut n = 0;
-    for (s, d) in src.chunks_exact(BLOCK).zip(dst.chunks_exact_mut(BLOCK)) {
+    while let (Some(s), Some(d)) = (src.get(n..n + BLOCK), dst.get_mut(n..n + BLOCK)) {
         d.copy_from_slice(s);
         let Ok(block) = <&[u8; BLOCK]>::try_from(s) else {
             break;
