@@ -29,6 +29,7 @@ __all__ = [
     "_normalize_range_arrow",
     "_rebase_jsonl",
     "_split_plan",
+    "_stamps",
     "_usage_fold_files",
     "_usage_fold_limits",
     "_usage_fold_resume",
@@ -296,6 +297,12 @@ class _UsageSessions:
     def write_json(self, write: Callable[[str], Any], rows: bool = False) -> None:
         """The JSON text of ``bySession`` (or with ``rows`` the rows by session) as
         ``report.write_json`` writes it, handed to ``write`` in pieces."""
+
+def _stamps(paths: list[str]) -> bytes:
+    """Per path ``(size, mtime_ns, ctime_ns, inode, device)`` as five native-endian 64-bit
+    signed integers (``array("q")``'s bytes; inode and device as their bits), ``-1`` in each
+    field where the path cannot be examined; one ``stat`` each, links followed, the GIL
+    released (the report cache's and memo's stamps)."""
 
 def _walk(
     directory: str, suffixes: list[str] | None, stats: bool

@@ -18,6 +18,7 @@ import argparse
 import csv
 import gc
 import io
+import itertools
 import json
 import math
 import os
@@ -33,7 +34,7 @@ from . import Normalizer, _native_dialect, report_cache
 from . import prices as _prices
 from .inputs import open_input
 from .outputs import printable
-from .paths import Stamp, empty_dirs, expand
+from .paths import empty_dirs, expand
 from .progress import Progress, wanted
 from .report_cache import Memo, SummaryCache
 from .report_inputs import default_paths, local_zone
@@ -215,7 +216,8 @@ def fold_files(
     if not isinstance(dialect, str):
         cache = None  # a mapping file's dialect may change under the same name
 
-    def results_of(batch: list[str]) -> list[Any]:
+    def results_of(job: tuple[int, list[str]]) -> list[Any]:
+        start, batch = job
         projects = [claude_project(n) for n in batch]
         if cache is None:
             return list(
@@ -229,20 +231,32 @@ def fold_files(
             )
         # unchanged files from the cache; one that grew read from where it ended
         return list(
-            cache.fold(native, batch, projects, dialect, _native_dialect(dialect), BUDGET, jobs)
+            cache.fold(
+                native,
+                batch,
+                projects,
+                dialect,
+                _native_dialect(dialect),
+                BUDGET,
+                jobs,
+                stamps=cache.rows(start, len(batch)),
+            )
         )
 
     batches = list(core_batches(names, native is not None))
+    starts = list(
+        itertools.accumulate((len(b) if isinstance(b, list) else 1 for b in batches), initial=0)
+    )
     ahead: _Ahead | None = None
     try:
         for i, batch in enumerate(batches):
             if isinstance(batch, str):
                 yield batch, None
                 continue
-            results = ahead.get() if ahead is not None else results_of(batch)
+            results = ahead.get() if ahead is not None else results_of((starts[i], batch))
             # the next batch folded (the GIL released) while this one is merged and yielded
             nxt = batches[i + 1] if i + 1 < len(batches) else None
-            ahead = _Ahead(results_of, nxt) if isinstance(nxt, list) else None
+            ahead = _Ahead(results_of, (starts[i + 1], nxt)) if isinstance(nxt, list) else None
             yield from _merged(fold, native, core, dialect, batch, results)
     finally:
         if ahead is not None:
@@ -743,10 +757,8 @@ def _main(args: argparse.Namespace) -> int:
     estimate = not args.no_estimate
     status = 0
     paths: list[str] = list(args.paths)
-    # what the walk took: the memo's stamps, the cache's (not kept with --no-cache)
-    stats: dict[str, Stamp] | None = None if args.no_cache else {}
     if not paths:
-        names, dirs = default_paths(stats=stats)
+        names, dirs = default_paths()
         if not dirs:
             print(
                 "checkfu-fast: no claude or codex session folder found (~/.claude/projects, "
@@ -760,21 +772,25 @@ def _main(args: argparse.Namespace) -> int:
                 f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr
             )
             status = 1
-        names = expand(paths, stats=stats)
+        names = expand(paths)
     dialect = args.dialect if args.dialect is not None else "auto"
     cache = memo = None
+    # every input's stamp, one stat each by the core, packed (report_cache.stamp_table): the
+    # memo's key, the cache's check without reading a file (not taken with --no-cache)
+    table = None
     if not args.no_cache and _native_module() is not None:
-        memo_key = _memo_key(args, names, stats, by, tz, since, until, status)
+        table = report_cache.stamp_table(names)
+        memo_key = _memo_key(args, names, table, by, tz, since, until, status)
         if memo_key is not None:
             memo = Memo()
-            text = memo.get(memo_key)
-            if text is not None:  # the same options over the same unchanged files
-                sizes: Iterable[int] = (report_cache.stamps(names, stats) or [])[::5]
-                if not report_cache.replay_progress(names, sizes, getattr(args, "progress", None)):
+            # the same options over the same unchanged files: the output a MiB at a time
+            if memo.copy(memo_key, sys.stdout.write):
+                if not report_cache.replay_progress(
+                    names, table[::5], getattr(args, "progress", None)
+                ):
                     progress = Progress(names, True)
                     for name in names:
                         progress.file_done(name)
-                sys.stdout.write(text)
                 return 0
             args.memo = (memo, memo_key)
     if getattr(args, "limits", False):  # also kept in the memo (its key says --limits)
@@ -783,7 +799,7 @@ def _main(args: argparse.Namespace) -> int:
         return run(args, names, status, snap if estimate else None, tz)
     if not args.no_cache and _native_module() is not None:
         cache = SummaryCache()
-        cache.stats = stats or {}
+        cache.table = table
     progress = Progress(names, wanted(getattr(args, "progress", None)))
     options: dict[str, Any] = dict(
         prices=snap, estimate=estimate, tz=tz, by=by, since=since, until=until, active=args.active
@@ -912,7 +928,7 @@ def _fold_all(
 def _memo_key(
     args: argparse.Namespace,
     names: list[str],
-    stats: dict[str, Stamp] | None,
+    table: Any,
     by: list[str],
     tz: tzinfo,
     since: str | None,
@@ -928,7 +944,7 @@ def _memo_key(
     dialect = args.dialect if args.dialect is not None else "auto"
     if status or args.active or "-" in names or not isinstance(dialect, str):
         return None
-    st = report_cache.stamps(names, stats)
+    st = report_cache.stamps(names, table=table)
     if st is None:
         return None
     return report_cache.memo_key(

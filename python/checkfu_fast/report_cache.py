@@ -19,6 +19,8 @@ read), and :func:`memo_hit` answers a re-run from it before anything that folds 
 
 from __future__ import annotations
 
+import bisect
+import codecs
 import contextlib
 import hashlib
 import itertools
@@ -60,10 +62,55 @@ def _tag(key: str) -> int:
     return hash(key.encode())
 
 
-def _place(at: int, key_len: int, n: int) -> int:
-    """An entry's line at offset ``at``: its key of ``key_len`` bytes, a tab, its text of
-    ``n`` bytes, as one int (``key_len`` and ``n`` below :data:`_SPAN`)."""
-    return at << 64 | key_len << 32 | n
+class _Places:
+    """Where each entry of a cache file is, 28 bytes an entry, no Python object each (a dict
+    of int objects was 8 MiB on a 1 GiB tree): per line in file order the tag of its key
+    (:func:`_tag`), its offset, and its key's and text's lengths; an index of the lines by
+    tag, a line whose tag an earlier line has left out of it (the first one is the entry)."""
+
+    def __init__(self) -> None:
+        self.tags: array[int] = array("q")
+        self.at: array[int] = array("q")
+        self.lens: array[int] = array("Q")  # key_len << 32 | n
+        self.by_tag: array[int] = array("l")
+        self.dups: list[int] = []  # lines whose tag an earlier line has
+
+    def add(self, tag: int, at: int, key_len: int, n: int) -> None:
+        self.tags.append(tag)
+        self.at.append(at)
+        self.lens.append(key_len << 32 | n)
+
+    def index(self) -> None:
+        """The index by tag, once every line is added."""
+        order = sorted(range(len(self.tags)), key=self.tags.__getitem__)  # stable: first first
+        by_tag: array[int] = array("l")
+        last = None
+        for i in order:
+            tag = self.tags[i]
+            if tag == last:
+                self.dups.append(i)
+                continue
+            by_tag.append(i)
+            last = tag
+        self.by_tag = by_tag
+
+    def __len__(self) -> int:
+        return len(self.tags)
+
+    def find(self, tag: int) -> int | None:
+        """The line of ``tag``, or None."""
+        tags = self.tags
+        j = bisect.bisect_left(self.by_tag, tag, key=tags.__getitem__)
+        if j < len(self.by_tag) and tags[i := self.by_tag[j]] == tag:
+            return i
+        return None
+
+    def place(self, i: int, whole: bool) -> tuple[int, int]:
+        """Offset and length of line ``i``'s text (``whole``: of the line, key and all)."""
+        key_len, n = self.lens[i] >> 32, self.lens[i] & (_SPAN - 1)
+        if whole:
+            return self.at[i], key_len + 1 + n
+        return self.at[i] + key_len + 1, n
 
 
 def cache_dir(env: dict[str, str] | None = None) -> str:
@@ -108,32 +155,36 @@ class SummaryCache:
 
     def __init__(self, directory: str | None = None) -> None:
         self.path = os.path.join(directory or cache_dir(), NAME)
-        self._old: dict[int, int] | None = None  # read on first use
+        self._old: _Places | None = None  # read on first use
         self._file: BinaryIO | None = None  # the cache file as it was, open while used
         self._out: _Spool | None = None  # the file replacing it, from the first change
-        self._taken: set[int] = set()  # the tags of this run's entries
-        self._pending: list[int] = []  # entries used as they were, before the first change
+        self._taken = bytearray()  # per old line: this run has its entry (or a dup: no entry)
+        self._pending: array[int] = array("l")  # old lines used as they were, before a change
         self._failed = False  # the new file cannot be written: the cache is left as it is
         self.changed = False
         self.hits = 0
         self.resumed: list[str] = []  # files read from where they ended this run
-        # the walk's os.stat of each input (report sets it): an entry whose stamp (size,
-        # mtime, ctime, inode, device) is the file's is used without reading its head
+        # each input's stamp (size, mtime, ctime, inode, device), report sets one or the
+        # other: the inputs' stamp_table in their order, or the walk's os.stat by name; an
+        # entry whose stamp is the file's is used without reading its head
+        self.table: array[int] | None = None
         self.stats: dict[str, Stamp] = {}
         self._recent = time.time_ns() - RACY_NS
 
     @property
-    def old(self) -> dict[int, int]:
-        """Where each entry of the cache file as it was is (read once, checked whole): the tag
-        of its key -> its line's place (:func:`_place`)."""
+    def old(self) -> _Places:
+        """Where each entry of the cache file as it was is (read once, checked whole)."""
         if self._old is None:
             self._old = self._load()
+            self._taken = bytearray(len(self._old))
+            for i in self._old.dups:  # no entry: never copied
+                self._taken[i] = 1
         return self._old
 
-    def _load(self) -> dict[int, int]:
+    def _load(self) -> _Places:
         """The entries' places in the cache file; none when it is absent, corrupt or foreign.
         The file is read line by line (its hash checked on the way) and kept open."""
-        out: dict[int, int] = {}
+        out = _Places()
         try:
             f = open(self.path, "rb")  # noqa: SIM115 - kept open until save or discard
         except OSError:
@@ -146,11 +197,11 @@ class SummaryCache:
                 h.update(line)
                 key, tab, rest = line.rstrip(b"\n").partition(b"\t")
                 if tab and len(key) < _SPAN and len(rest) < _SPAN:
-                    out[hash(key)] = _place(at, len(key), len(rest))
+                    out.add(hash(key), at, len(key), len(rest))
                 at += len(line)
         except (OSError, ValueError, RecursionError):
             f.close()
-            return {}
+            return _Places()
         if not (
             isinstance(meta, dict)
             and meta.get("format") == FORMAT
@@ -158,21 +209,17 @@ class SummaryCache:
             and meta.get("hash") == h.hexdigest()
         ):
             f.close()
-            return {}
+            return _Places()
+        out.index()
         self._file = f
         return out
 
-    def _read(self, tag: int, whole: bool = False) -> bytes | None:
-        """The text of the old entry of ``tag`` (``whole``: its line, key and all; None: none,
-        or the file cannot be read)."""
-        where = self.old.get(tag)
-        if where is None or self._file is None:
+    def _read(self, i: int | None, whole: bool = False) -> bytes | None:
+        """The text of old line ``i`` (``whole``: the line, key and all; None: no line, or the
+        file cannot be read)."""
+        if i is None or self._file is None:
             return None
-        at, key_len, n = where >> 64, (where >> 32) & (_SPAN - 1), where & (_SPAN - 1)
-        if whole:
-            n += key_len + 1
-        else:
-            at += key_len + 1
+        at, n = self.old.place(i, whole)
         try:
             data = os.pread(self._file.fileno(), n, at)
         except OSError:
@@ -181,24 +228,27 @@ class SummaryCache:
 
     def _raw(self, key: str) -> bytes | None:
         """The text of the old entry of ``key`` (None: none, or the file cannot be read)."""
-        return self._read(_tag(key))
+        return self._read(self.old.find(_tag(key)))
 
     def _keep(self, key: str, raw: bytes | None) -> None:
         """``key``'s entry this run: ``raw``, or (None) its old one as it is. The first one a
-        run gives for a key is kept."""
-        tag = _tag(key)
-        if tag in self._taken:
-            return
-        self._taken.add(tag)
+        run gives for a key of the old file is kept (a new key given twice in one run, the
+        same file named twice, is written twice: the first line of a key is its entry)."""
+        i = self.old.find(_tag(key))
+        if i is not None:
+            if self._taken[i]:
+                return
+            self._taken[i] = 1
         if raw is None and self._out is None:
-            self._pending.append(tag)  # written only if something changes
+            if i is not None:
+                self._pending.append(i)  # written only if something changes
             return
         out = self._spool()
         if out is None:
             return
         if raw is not None:
             out.entry(key, raw)
-        elif (line := self._read(tag, whole=True)) is not None:
+        elif (line := self._read(i, whole=True)) is not None:
             out.line(line)
 
     def _spool(self) -> _Spool | None:
@@ -207,14 +257,14 @@ class SummaryCache:
         if self._out is None and not self._failed:
             try:
                 self._out = _Spool(self.path, FORMAT)
-                for tag in self._pending:
-                    line = self._read(tag, whole=True)
+                for i in self._pending:
+                    line = self._read(i, whole=True)
                     if line is not None:
                         self._out.line(line)
             except OSError:
                 self._failed = True
                 self._drop_out()
-            self._pending = []
+            self._pending = array("l")
         return self._out
 
     @staticmethod
@@ -230,6 +280,14 @@ class SummaryCache:
         if st is None or st[1] >= self._recent:
             return None
         return list(st)
+
+    def rows(self, start: int, n: int) -> list[list[int] | None] | None:
+        """The stamps of inputs ``start`` to ``start + n`` (:meth:`stamp`'s form) from
+        :attr:`table`; None without one."""
+        if self.table is None:
+            return None
+        out = [row(self.table, i) for i in range(start, start + n)]
+        return [None if st is None or st[1] >= self._recent else st for st in out]
 
     def get(
         self,
@@ -327,13 +385,16 @@ class SummaryCache:
         budget: tuple[int, int, int],
         jobs: int | None = None,
         readings: bool = False,
+        stamps: list[list[int] | None] | None = None,
     ) -> list[list[Any] | None]:
         """Per file of ``batch``: ``[summary, known, unknown]`` (and its ``rateLimits``
         readings, with ``readings``), from the cache while the file is unchanged, else folded
         by the core (``_native._usage_fold_resume``: from where the file ended when it grew
-        and its old bytes are still there) and kept; None where the caller must fold it."""
+        and its old bytes are still there) and kept; None where the caller must fold it.
+        ``stamps``: each file's (:meth:`rows`), else :meth:`stamp` of each."""
         keys = [self.key(n, dialect, p) for n, p in zip(batch, projects, strict=True)]
-        stamps = [self.stamp(n) for n in batch]
+        if stamps is None:
+            stamps = [self.stamp(n) for n in batch]
         out = [
             None if st is None else self.get(k, None, readings, st)
             for k, st in zip(keys, stamps, strict=True)
@@ -370,11 +431,11 @@ class SummaryCache:
             out = self._spool() if self.changed else None
             if out is None:
                 return
-            for tag in self.old:  # read here if no entry was asked for
+            for i in range(len(self.old)):  # (read here if no entry was asked for)
                 if out.count >= MAX_ENTRIES:
                     break
-                if tag not in self._taken:
-                    line = self._read(tag, whole=True)
+                if not self._taken[i]:
+                    line = self._read(i, whole=True)
                     if line is not None:
                         out.line(line)
             self._out = None
@@ -467,6 +528,53 @@ def _read_body(path: str, fmt: str) -> bytes | None:
     return body
 
 
+#: Bytes read at a time from a memo entry.
+_PIECE = 1 << 20
+
+
+def _open_body(path: str, fmt: str, utf8: bool = False) -> BinaryIO | None:
+    """:func:`_read_body`'s check without holding the body: the file, open at the start of
+    its body, when it is a whole one in format ``fmt`` (its hash checked a MiB at a time;
+    ``utf8``: its body UTF-8 too), else None."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - handed to the caller
+    except OSError:
+        return None
+    try:
+        meta = json.loads(f.readline())
+        if not (
+            isinstance(meta, dict) and meta.get("format") == fmt and meta.get("version") == _stamp()
+        ):
+            f.close()
+            return None
+        start = f.tell()
+        h = hashlib.blake2b(digest_size=16)
+        decoder = codecs.getincrementaldecoder("utf-8")() if utf8 else None
+        while piece := f.read(_PIECE):
+            h.update(piece)
+            if decoder is not None:
+                decoder.decode(piece)
+        if decoder is not None:
+            decoder.decode(b"", final=True)
+        if meta.get("hash") != h.hexdigest():
+            f.close()
+            return None
+        f.seek(start)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        f.close()
+        return None
+    return f
+
+
+def _copy(f: BinaryIO, write: Callable[[str], Any]) -> None:
+    """The rest of ``f`` (UTF-8) given to ``write`` a MiB at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while piece := f.read(_PIECE):
+        write(decoder.decode(piece))
+    if tail := decoder.decode(b"", final=True):
+        write(tail)
+
+
 def _read(path: str, fmt: str) -> Any:
     """The JSON document of a cache file (:func:`_write`), else None."""
     body = _read_body(path, fmt)
@@ -531,11 +639,24 @@ class Memo:
         return os.path.join(self.dir, key + ".txt")
 
     def get(self, key: str) -> str | None:
-        body = _read_body(self._path(key), MEMO_FORMAT)
-        try:
-            return None if body is None else body.decode()
-        except UnicodeDecodeError:
-            return None
+        """The output kept under ``key``, whole (:meth:`copy` writes it a piece at a time)."""
+        pieces: list[str] = []
+        return "".join(pieces) if self.copy(key, pieces.append) else None
+
+    def _open(self, key: str) -> BinaryIO | None:
+        """The file of ``key``, checked (:func:`_open_body`), at the start of its text."""
+        return _open_body(self._path(key), MEMO_FORMAT, utf8=True)
+
+    def copy(self, key: str, write: Callable[[str], Any]) -> bool:
+        """The output kept under ``key`` given to ``write`` a MiB at a time (never held whole:
+        a big tree's ``--json`` is tens of MB); False, nothing written, where there is none or
+        it is damaged."""
+        f = self._open(key)
+        if f is None:
+            return False
+        with f:
+            _copy(f, write)
+        return True
 
     def put(self, key: str, text: str) -> None:
         _write_body(self._path(key), MEMO_FORMAT, text.encode())
@@ -573,13 +694,56 @@ class Memo:
             return []
 
 
-def stamps(names: list[str], stats: dict[str, Stamp] | None = None) -> array[int] | None:
-    """Per input ``size, mtime_ns, ctime_ns, inode, device`` (from ``stats`` where the walk
-    took it, else ``os.stat``), flat, as 64-bit integers (not an int object each: 14 MiB on a
-    1 GiB tree): the memo's view of the files (nothing is read); None when one cannot be
-    examined or one was modified in the last :data:`RACY_NS` (its stamp may not tell a further
-    change)."""
+def stamp_table(names: list[str]) -> array[int]:
+    """Per input ``size, mtime_ns, ctime_ns, inode, device``, flat, as 64-bit integers (inode
+    and device as their bits), ``-1`` in each field of one that cannot be examined: one
+    ``stat`` each, taken by the core (``_native._stamps``) without a Python object per file
+    (the walk's stamp tuples and their dict were 17 MiB on a 1 GiB tree)."""
+    out: array[int] = array("q")
+    try:
+        from ._native import _stamps
+    except ImportError:  # pragma: no cover - the package runs on the reference
+        for name in names:
+            try:
+                st = stamp_of(os.stat(name))
+            except (OSError, ValueError):
+                out.extend((-1,) * 5)
+                continue
+            out.extend((x + (1 << 63)) % (1 << 64) - (1 << 63) for x in st)
+        return out
+    out.frombytes(_stamps(names))
+    return out
+
+
+def row(table: array[int], i: int) -> list[int] | None:
+    """The stamp of input ``i`` in ``table`` (:func:`stamp_table`) as ``os.stat`` gives it
+    (:func:`checkfu_fast.paths.stamp_of`: inode and device unsigned), None where it could not
+    be examined."""
+    st = table[5 * i : 5 * i + 5]
+    if len(st) < 5 or st[0] < 0:
+        return None
+    return [st[0], st[1], st[2], st[3] & _MASK, st[4] & _MASK]
+
+
+_MASK = (1 << 64) - 1
+
+
+def stamps(
+    names: list[str], stats: dict[str, Stamp] | None = None, table: array[int] | None = None
+) -> array[int] | None:
+    """Per input ``size, mtime_ns, ctime_ns, inode, device`` (``table`` when given, else from
+    ``stats`` where the walk took it, else the core's ``stat``: :func:`stamp_table`), flat,
+    as 64-bit integers (not an int object each): the memo's view of the files (nothing is
+    read); None when one cannot be examined or one was modified in the last
+    :data:`RACY_NS` (its stamp may not tell a further change)."""
     recent = time.time_ns() - RACY_NS
+    if table is None and not stats:
+        table = stamp_table(names)
+    if table is not None:
+        sizes, mtimes = table[::5], table[1::5]
+        if (sizes and min(sizes) < 0) or (mtimes and max(mtimes) >= recent):
+            return None
+        return table
     out: array[int] = array("q")
     known = stats or {}
     for name in names:
@@ -657,15 +821,17 @@ _FLAGS = {"--json", "--csv", "--no-estimate", "--progress", "--no-progress", "--
 _VALUED = {"--by", "--tz", "--since", "--until", "--prices", "--dialect"}
 
 
-def memo_hit(argv: list[str]) -> str | None:
+def memo_hit(argv: list[str], write: Callable[[str], Any] | None = None) -> str | None:
     """The output of ``checkfu-fast report ARGV`` from the memo, with its progress line drawn,
-    or None: not a plain run (an option other than ``--by --tz --since --until --prices
-    --dialect NAME --json --csv --no-estimate --limits --progress --no-progress``, an
-    abbreviated one,
-    stdin, options after a path), a warning while walking, an input that cannot be examined or
-    was just modified, or nothing kept. Only this module, :mod:`checkfu_fast.paths` and
-    :mod:`checkfu_fast.report_inputs` are imported; the key is :func:`memo_key`'s, the one the
-    full run (``report._memo_key``) stores under."""
+    or None (with ``write``: the output given to ``write`` a MiB at a time, never held whole,
+    and ``""`` returned; None, nothing written, where it is not there): not a plain run (an
+    option other than ``--by --tz --since --until --prices --dialect NAME --json --csv
+    --no-estimate --limits --progress --no-progress``, an abbreviated one, stdin, options
+    after a path), a warning while walking, an input that cannot be examined or was just
+    modified, or nothing kept. Only this module, :mod:`checkfu_fast.paths` and
+    :mod:`checkfu_fast.report_inputs` are imported (and the core, for the stamps:
+    :func:`stamp_table`); the key is :func:`memo_key`'s, the one the full run
+    (``report._memo_key``) stores under."""
     import warnings
 
     opts: dict[str, Any] = {}
@@ -713,18 +879,17 @@ def memo_hit(argv: list[str]) -> str | None:
         )
     except ValueError:
         return None
-    stats: dict[str, Stamp] = {}
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         if paths:
-            names = expand(paths, stats=stats)
+            names = expand(paths)
         else:
-            names, dirs = default_paths(stats=stats)
+            names, dirs = default_paths()
             if not dirs:
                 return None
     if seen or not names:
         return None
-    st = stamps(names, stats)
+    st = stamps(names, table=stamp_table(names))
     if st is None:
         return None
     key = memo_key(
@@ -742,7 +907,16 @@ def memo_hit(argv: list[str]) -> str | None:
         stamps=st,
         limits="--limits" in opts,
     )
-    text = None if key is None else Memo().get(key)
-    if text is None or not replay_progress(names, st[::5], flag):
+    f = None if key is None else Memo()._open(key)
+    if f is None:
         return None
-    return text
+    with f:
+        if not replay_progress(names, st[::5], flag):
+            return None
+        if write is None:
+            pieces: list[str] = []
+            _copy(f, pieces.append)
+            return "".join(pieces)
+        # a MiB at a time: the output (tens of MB on a big tree) is never held whole
+        _copy(f, write)
+        return ""

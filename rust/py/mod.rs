@@ -6,6 +6,7 @@ mod convert;
 mod jobs;
 mod journal;
 mod json;
+mod report_cache;
 mod usage;
 mod walk;
 
@@ -916,6 +917,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usage::_usage_fold_limits, m)?)?;
     m.add_function(wrap_pyfunction!(json::_json_indent2, m)?)?;
     m.add_function(wrap_pyfunction!(walk::_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(report_cache::_stamps, m)?)?;
     m.add_class::<Normalizer>()?;
     m.add_class::<PyMapping>()?;
     m.add("DIALECTS", DIALECTS.to_vec())?;
