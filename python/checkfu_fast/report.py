@@ -757,7 +757,11 @@ def _main(args: argparse.Namespace) -> int:
     estimate = not args.no_estimate
     status = 0
     paths: list[str] = list(args.paths)
-    if not paths:
+    # the walk the entry point made asking the memo, when it found nothing kept: taken as it is
+    walked = report_cache.take_walk(paths)
+    if walked is not None and not paths:
+        names = walked[0]  # (the memo's walk found folders)
+    elif not paths:
         names, dirs = default_paths()
         if not dirs:
             print(
@@ -772,14 +776,14 @@ def _main(args: argparse.Namespace) -> int:
                 f"checkfu-fast: {d}: no stream files (*.jsonl, *.json, ...) in it", file=sys.stderr
             )
             status = 1
-        names = expand(paths)
+        names = expand(paths) if walked is None else walked[0]
     dialect = args.dialect if args.dialect is not None else "auto"
     cache = memo = None
     # every input's stamp, one stat each by the core, packed (report_cache.stamp_table): the
     # memo's key, the cache's check without reading a file (not taken with --no-cache)
     table = None
     if not args.no_cache and _native_module() is not None:
-        table = report_cache.stamp_table(names)
+        table = report_cache.stamp_table(names) if walked is None else walked[1]
         memo_key = _memo_key(args, names, table, by, tz, since, until, status)
         if memo_key is not None:
             memo = Memo()
