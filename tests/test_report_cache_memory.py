@@ -168,3 +168,45 @@ def test_the_full_run_takes_the_walk_the_memo_made(tree: Path, capsys, monkeypat
     assert report_cache._walked is None
     assert run(capsys, "--json", "--by", "day", str(tree)) == expected  # the memo (report)
     assert walks == [[str(tree)]]
+
+
+class _Failing:
+    """A standard output whose writes fail with ``exc``."""
+
+    def __init__(self, exc: OSError) -> None:
+        self.exc = exc
+
+    def write(self, text: str) -> int:
+        raise self.exc
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError("no descriptor")
+
+
+def test_the_entry_point_streams_the_memo(tree: Path, capsys, monkeypatch) -> None:
+    """The entry point's own command line answered from the memo: the output goes to standard
+    output a piece at a time (memo_hit returns ""), and an error writing it is the entry
+    point's: a closed pipe quietly, another one said, exit status 1."""
+    from checkfu_fast import _launch
+
+    argv = ["checkfu-fast", "report", "--json", "--tz", "UTC", "--no-progress", str(tree)]
+    monkeypatch.setattr("sys.argv", argv)
+    assert _launch.main() == 0  # the full run: keeps its output
+    expected = capsys.readouterr().out
+    monkeypatch.setattr(report_cache, "_PIECE", 64)
+    got: list[str] = []
+    out = _Failing(OSError())
+    out.write = got.append  # type: ignore[method-assign,assignment]
+    monkeypatch.setattr("sys.stdout", out)
+    assert report_cache.memo_hit(argv[2:]) == ""
+    assert len(got) > 3 and "".join(got) == expected
+    monkeypatch.setattr("sys.stdout", _Failing(BrokenPipeError()))
+    assert report_cache.memo_hit(argv[2:]) == ""
+    monkeypatch.setattr("sys.stdout", _Failing(OSError(28, "No space left on device")))
+    with pytest.raises(SystemExit) as exit_:
+        report_cache.memo_hit(argv[2:])
+    assert exit_.value.code == 1
+    assert "standard output: No space left on device" in capsys.readouterr().err

@@ -576,6 +576,21 @@ def _copy(f: BinaryIO, write: Callable[[str], Any]) -> None:
         write(tail)
 
 
+def _to_stdout(f: BinaryIO) -> None:
+    """The rest of ``f`` written to standard output a MiB at a time, as the entry point
+    (:mod:`checkfu_fast._launch`) writes an output: a closed pipe (piped into ``head``)
+    quietly, another error said on stderr, exit status 1."""
+    try:
+        _copy(f, sys.stdout.write)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        print(f"checkfu-fast: standard output: {exc.strerror or exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def _read(path: str, fmt: str) -> Any:
     """The JSON document of a cache file (:func:`_write`), else None."""
     body = _read_body(path, fmt)
@@ -912,7 +927,8 @@ def memo_hit(argv: list[str], write: Callable[[str], Any] | None = None) -> str 
     if seen or not names:
         return None
     table = stamp_table(names)
-    if argv == sys.argv[2:] and sys.argv[1:2] == ["report"]:
+    own = argv == sys.argv[2:] and sys.argv[1:2] == ["report"]
+    if own:
         # this process's own command line: its full run takes this walk (take_walk)
         global _walked
         _walked = (list(paths), os.getcwd(), names, table)
@@ -940,6 +956,11 @@ def memo_hit(argv: list[str], write: Callable[[str], Any] | None = None) -> str 
     with f:
         if not replay_progress(names, st[::5], flag):
             return None
+        if write is None and own:
+            # the entry point's own command line: to standard output a MiB at a time, and
+            # the entry point writes "" (what it does on an error writing, done here)
+            _to_stdout(f)
+            return ""
         if write is None:
             pieces: list[str] = []
             _copy(f, pieces.append)
