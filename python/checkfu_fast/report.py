@@ -817,6 +817,8 @@ def _main(args: argparse.Namespace) -> int:
     else:
         fold = UsageFold(**options)
     files, status = _fold_all(fold, names, dialect, cache, progress, args, status)
+    # the stamps and the cache's places freed before the totals are made beside the fold
+    cache = table = walked = None
     # every output written as it is made (write_json, write_table, write_csv): the sessions'
     # totals are never all dicts at once
     lazy = isinstance(fold, CoreFold)
