@@ -839,6 +839,39 @@ std::thread_local! {
     /// buffer per file, and the decompression layer's, cost more than folding a small
     /// session file).
     static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Each worker thread's parse arena and parser stacks, lent to the engine of each file it
+    /// folds (a fresh arena grew its chunks again for every small session file, and freed
+    /// them at its end).
+    static ENGINE_MEM: std::cell::RefCell<(bumpalo::Bump, crate::parse::Scratch)> =
+        std::cell::RefCell::new((bumpalo::Bump::new(), crate::parse::Scratch::default()));
+}
+
+/// Lend the thread's [`ENGINE_MEM`] to `engine` (when no other fold of this thread holds it).
+fn lend_memory(engine: &mut Engine) -> bool {
+    ENGINE_MEM.with(|cell| {
+        let Ok(mut mem) = cell.try_borrow_mut() else {
+            return false;
+        };
+        std::mem::swap(&mut engine.arena, &mut mem.0);
+        std::mem::swap(&mut engine.scratch, &mut mem.1);
+        true
+    })
+}
+
+/// Give the memory [`lend_memory`] lent back to the thread (an arena grown past
+/// [`sink::ARENA_KEEP`] is dropped, as the engine would).
+fn return_memory(engine: &mut Engine) {
+    ENGINE_MEM.with(|cell| {
+        if let Ok(mut mem) = cell.try_borrow_mut() {
+            if engine.arena.allocated_bytes() > sink::ARENA_KEEP {
+                engine.arena = bumpalo::Bump::new();
+            } else {
+                engine.arena.reset();
+            }
+            std::mem::swap(&mut engine.arena, &mut mem.0);
+            std::mem::swap(&mut engine.scratch, &mut mem.1);
+        }
+    });
 }
 
 /// Fold the file at `path`, read in chunks; a gzip or zstd file (by its magic, as
@@ -971,6 +1004,7 @@ fn fold_file_at(
                 0,
             ),
         };
+        let lent = lend_memory(&mut engine);
         let mut seq = 0u64;
         let mut first = !resumed;
         loop {
@@ -1015,6 +1049,9 @@ fn fold_file_at(
             _ => None,
         };
         sink::finish(&mut engine, &mut seq, &mut fold).map_err(io_oom)?;
+        if lent {
+            return_memory(&mut engine);
+        }
         Ok(Some(Folded {
             outcome: fold.finish(),
             checkpoint,
