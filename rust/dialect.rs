@@ -34,6 +34,10 @@ pub struct Context {
     /// The speed its requests run at where a line set it (codex's service tier: `fast`), `None`
     /// for the standard one.
     pub speed: Option<&'static str>,
+    /// Set by a reader that never reads `rateLimits` (the usage report's fold without the
+    /// cache or `--limits`): a dialect may leave them out (what is not asked for is not
+    /// computed). Not learned from lines; kept as the reader set it.
+    pub skip_limits: bool,
 }
 
 /// The parts of a [`Context`] a line touched ([`Dialect::learn`]): bits of [`Context::MODEL`]
@@ -57,7 +61,11 @@ impl Context {
             None => None,
             Some(s) => Some(*Context::SPEEDS.iter().find(|k| **k == s)?),
         };
-        Some(Context { model, speed })
+        Some(Context {
+            model,
+            speed,
+            ..Context::default()
+        })
     }
 
     /// `self` with the `parts` of `other` over it.

@@ -846,6 +846,13 @@ std::thread_local! {
         std::cell::RefCell::new((bumpalo::Bump::new(), crate::parse::Scratch::default()));
 }
 
+/// The engine of a stream read from its start (`limits`: with `rateLimits` readings).
+fn fresh_engine(dialect: Option<AnyDialect>, budget: Budget, limits: bool) -> Engine {
+    let mut engine = Engine::new(dialect, budget);
+    engine.context.skip_limits = !limits;
+    engine
+}
+
 /// Lend the thread's [`ENGINE_MEM`] to `engine` (when no other fold of this thread holds it).
 fn lend_memory(engine: &mut Engine) -> bool {
     ENGINE_MEM.with(|cell| {
@@ -882,7 +889,19 @@ pub fn fold_file(
     budget: Budget,
     project: Option<String>,
 ) -> io::Result<Outcome> {
-    Ok(fold_file_at(path, dialect, budget, project, None, false)?.outcome)
+    Ok(fold_file_at(path, dialect, budget, project, None, false, true)?.outcome)
+}
+
+/// [`fold_file`] for a caller that reads the summary's totals only, never its `limits`: the
+/// dialect leaves the `rateLimits` readings out ([`Context::skip_limits`]), the summary has
+/// none of them.
+pub fn fold_file_totals(
+    path: &Path,
+    dialect: Option<AnyDialect>,
+    budget: Budget,
+    project: Option<String>,
+) -> io::Result<Outcome> {
+    Ok(fold_file_at(path, dialect, budget, project, None, false, false)?.outcome)
 }
 
 /// What [`fold_file_from`] gives: the outcome, where a later fold of the grown file can go on
@@ -953,11 +972,12 @@ pub fn fold_file_from(
     project: Option<String>,
     resume: Option<Resume>,
 ) -> io::Result<Folded> {
-    fold_file_at(path, dialect, budget, project, resume, true)
+    fold_file_at(path, dialect, budget, project, resume, true, true)
 }
 
 /// [`fold_file_from`]; with `checkpoint` false (a fold no cache keeps), no [`Checkpoint`] and
-/// none of the copying and hashing of the ends it needs.
+/// none of the copying and hashing of the ends it needs; without `limits`, no `rateLimits`
+/// readings ([`fold_file_totals`]).
 fn fold_file_at(
     path: &Path,
     dialect: Option<AnyDialect>,
@@ -965,6 +985,7 @@ fn fold_file_at(
     project: Option<String>,
     resume: Option<Resume>,
     checkpoint: bool,
+    limits: bool,
 ) -> io::Result<Folded> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
@@ -998,7 +1019,7 @@ fn fold_file_at(
                 )
             }
             None => (
-                Engine::new(dialect.clone(), budget),
+                fresh_engine(dialect.clone(), budget, limits),
                 StreamFold::new(project.clone()),
                 Ends::default(),
                 0,
@@ -1061,7 +1082,7 @@ fn fold_file_at(
     if let Some(out) = plain {
         return Ok(out);
     }
-    let mut engine = Engine::new(dialect, budget);
+    let mut engine = fresh_engine(dialect, budget, limits);
     let mut fold = StreamFold::new(project);
     let mut seq = 0u64;
     let mut input = crate::input::open_input(path)?;

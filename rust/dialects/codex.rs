@@ -21,7 +21,7 @@ const UNKNOWN: &str = "unknown";
 impl Dialect for Codex {
     fn map<'v>(&self, v: &'v Value<'v>, out: &mut Vec<Event<'v>>) {
         if let (Some(t), Some(p)) = (v.str_at("type"), v.get("payload").filter(|p| p.is_object())) {
-            rollout(t, p, v.str_at("timestamp"), out);
+            rollout(t, p, v.str_at("timestamp"), true, out);
             return;
         }
         let Some(t) = v.str_at("type") else {
@@ -142,7 +142,13 @@ impl Dialect for Codex {
     /// A usage reading that names no model (`info.model`) gets the stream's, and the stream's
     /// speed where it runs at one.
     fn map_in<'v>(&self, v: &'v Value<'v>, ctx: &Context, out: &mut Vec<Event<'v>>) {
-        self.map(v, out);
+        match (v.str_at("type"), v.get("payload").filter(|p| p.is_object())) {
+            // a rollout line, its `rateLimits` left out where the reader never reads them
+            (Some(t), Some(p)) if ctx.skip_limits => {
+                rollout(t, p, v.str_at("timestamp"), false, out);
+            }
+            _ => self.map(v, out),
+        }
         if ctx.model.is_none() && ctx.speed.is_none() {
             return;
         }
@@ -994,7 +1000,14 @@ fn rollout_meta<'v>(v: &'v Value<'v>) -> LineMeta<'v> {
     meta
 }
 
-fn rollout<'v>(t: &'v str, p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
+/// A rollout line (`limits`: with its `rateLimits`).
+fn rollout<'v>(
+    t: &'v str,
+    p: &'v Value<'v>,
+    ts: Option<&str>,
+    limits: bool,
+    out: &mut Vec<Event<'v>>,
+) {
     match t {
         "session_meta" => {
             let mut init = status("init", p.str_at("cli_version").map(Cow::Borrowed));
@@ -1025,7 +1038,7 @@ fn rollout<'v>(t: &'v str, p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Eve
             }
         }
         "response_item" => response_item(p, out),
-        "event_msg" => event_msg(p, ts, out),
+        "event_msg" => event_msg(p, ts, limits, out),
         "turn_context" => out.push(status("progress", p.str_at("model").map(Cow::Borrowed))),
         "compacted" => {
             let first = p
@@ -1177,7 +1190,7 @@ fn call_output<'v>(o: Option<&'v Value<'v>>) -> (Text<'v>, bool) {
     }
 }
 
-fn event_msg<'v>(p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
+fn event_msg<'v>(p: &'v Value<'v>, ts: Option<&str>, limits: bool, out: &mut Vec<Event<'v>>) {
     let Some(t) = p.str_at("type") else { return };
     match t {
         "token_count" => {
@@ -1198,7 +1211,11 @@ fn event_msg<'v>(p: &'v Value<'v>, ts: Option<&str>, out: &mut Vec<Event<'v>>) {
                 }
                 None => status("progress", Some(Cow::Borrowed("rate_limits"))),
             };
-            out.push(with_rate_limits(ev, rate_limits(p.get("rate_limits"), ts)));
+            if limits {
+                out.push(with_rate_limits(ev, rate_limits(p.get("rate_limits"), ts)));
+            } else {
+                out.push(ev);
+            }
         }
         "task_started" | "turn_started" => out.push(status("turn_started", None)),
         "task_complete" | "turn_complete" => {

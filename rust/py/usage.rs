@@ -12,8 +12,8 @@ use crate::usage_merge::{Acc, Label, Merge, ModelPrice, Period, Price, ENDINGS};
 use std::sync::Mutex;
 
 use crate::usage::{
-    ends_hash, fold_file, fold_file_from, Checkpoint, FoldState, Folded, LimitReading, Outcome,
-    Rec, Resume, Scope, Summary,
+    ends_hash, fold_file, fold_file_from, fold_file_totals, Checkpoint, FoldState, Folded,
+    LimitReading, Outcome, Rec, Resume, Scope, Summary,
 };
 
 fn num<'py>(py: Python<'py>, n: Option<Num>) -> PyResult<Bound<'py, PyAny>> {
@@ -896,7 +896,8 @@ impl UsageMerge {
                 |i| {
                     let path = files.get(i).map_or("", String::as_str);
                     let project = crate::usage::claude_project(path);
-                    fold_file(std::path::Path::new(path), dialect.clone(), budget, project)
+                    // the totals only: no `rateLimits` readings
+                    fold_file_totals(std::path::Path::new(path), dialect.clone(), budget, project)
                 },
                 |folded| {
                     let Ok(Outcome::Summary(s)) = folded else {
