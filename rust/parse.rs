@@ -441,13 +441,11 @@ impl<'a> Parser<'a> {
             }
             Some(b'-' | b'0'..=b'9') => {
                 self.node()?;
-                fill(slot, self.number()?);
-                Ok(())
+                self.number_into(slot)
             }
             Some(b't' | b'f' | b'n') => {
                 self.node()?;
-                fill(slot, self.literal()?);
-                Ok(())
+                self.literal_into(slot)
             }
             Some(b']' | b'}' | b',' | b':') => Err(self.err("expected value", self.i)),
             Some(_) => {
@@ -457,7 +455,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self) -> Result<Value<'a>, JsonError> {
+    /// A literal, written into `slot` (a scalar's value is written in place: returned as a
+    /// `Result<Value, _>`, it was copied out of the callee's frame with loads over smaller
+    /// stores, a store-forwarding stall per number or literal).
+    #[inline(always)]
+    fn literal_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         let rest = self.b.get(self.i..).unwrap_or_default();
         for (word, v) in [
             (&b"true"[..], Value::Bool(true)),
@@ -466,7 +468,8 @@ impl<'a> Parser<'a> {
         ] {
             if rest.starts_with(word) {
                 self.i += word.len();
-                return Ok(v);
+                fill(slot, v);
+                return Ok(());
             }
         }
         Err(self.err("invalid literal", self.i))
@@ -480,7 +483,9 @@ impl<'a> Parser<'a> {
         self.i - start
     }
 
-    fn number(&mut self) -> Result<Value<'a>, JsonError> {
+    /// A number, written into `slot` (as [`Parser::literal_into`]).
+    #[inline(always)]
+    fn number_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         let start = self.i;
         let bad = |p: &Self| p.err("invalid number", start);
         let neg = self.peek() == Some(b'-');
@@ -529,7 +534,8 @@ impl<'a> Parser<'a> {
             if neg && v == 0 {
                 self.canon = false;
             }
-            return Ok(Value::Int(if neg { -v } else { v }));
+            fill(slot, Value::Int(if neg { -v } else { v }));
+            return Ok(());
         }
         let text = self.s.get(start..self.i).ok_or_else(|| bad(self))?;
         if is_float {
@@ -540,12 +546,17 @@ impl<'a> Parser<'a> {
             if self.canon && !crate::text::float_is_repr(text, f) {
                 self.canon = false;
             }
-            return Ok(Value::Float(f));
+            fill(slot, Value::Float(f));
+            return Ok(());
         }
         if digits > MAX_INT_DIGITS {
             return Err(self.err("number out of range", start));
         }
-        Ok(text.parse::<i64>().map_or(Value::BigInt(text), Value::Int))
+        fill(
+            slot,
+            text.parse::<i64>().map_or(Value::BigInt(text), Value::Int),
+        );
+        Ok(())
     }
 
     /// Parse a string starting at the opening quote into `dst` (`wrap` makes the slot's value:
