@@ -432,13 +432,14 @@ impl<'a> Parser<'a> {
     fn scalar_into(&mut self, slot: &mut Value<'a>) -> Result<(), JsonError> {
         // a node is counted where the lexical scan counts one: a string, or any byte that is not
         // a delimiter (containers are counted in `enter`), before the value is read
-        match self.peek() {
+        let c = self.peek();
+        if c == Some(b'"') {
+            // the most frequent scalar tested first: a compare, not the table's indirect jump
+            self.node()?;
+            return self.string_into(slot, Value::Str);
+        }
+        match c {
             None => Err(self.err("unexpected end of input", self.i)),
-            Some(b'"') => {
-                self.node()?;
-                self.string_into(slot, Value::Str)?;
-                Ok(())
-            }
             Some(b'-' | b'0'..=b'9') => {
                 self.node()?;
                 self.number_into(slot)
