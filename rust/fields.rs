@@ -519,6 +519,10 @@ mod tests {
         assert!(lean.has_name("text") && lean.has_name("lineBytes"));
         let few = Sel::names(["text"]).unwrap_or(Sel::ALL);
         assert!(few.has_name("kind") && few.has_name("text") && !few.has_name("tool"));
+        // the fields every projection keeps lead the table, in its order (the dict writer's
+        // template starts every event dict with them)
+        let lead: Vec<&str> = FIELDS.iter().take(ALWAYS.len()).map(|f| f.name).collect();
+        assert_eq!(lead, ALWAYS);
     }
 
     #[test]

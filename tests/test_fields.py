@@ -90,6 +90,34 @@ def test_full_events_keep_the_table_order() -> None:
         assert keys == sorted(keys), list(ev)
 
 
+def test_event_dicts_are_their_own() -> None:
+    """Every event dict (each a copy of the writer's template, with the kept strings of the
+    repeated values) is a plain dict of its own: changing one changes no other event, no
+    later call's and no later chunk's."""
+    data = b"".join(p.read_bytes() for p in GOLDEN)
+    for fields in (None, "lean", ["text"]):
+        kw = {} if fields is None else {"fields": fields}
+        first = checkfu_fast.normalize(data, **kw)
+        want = json.dumps(first)
+        assert len(first) > 100 and all(type(ev) is dict for ev in first)
+        for ev in first:
+            ev["kind"] = "changed"
+            ev["seq"] = -1
+            ev["extraKey"] = None
+            ev.pop("v")
+        again = checkfu_fast.normalize(data, **kw)
+        assert json.dumps(again) == want
+        assert all("extraKey" not in ev for ev in again)
+    n = checkfu_fast.Normalizer(fields="lean")
+    head = n.feed(data[: len(data) // 2])
+    kept = json.loads(json.dumps(head))
+    for ev in head:
+        ev.clear()
+    rest = n.feed(data[len(data) // 2 :]) + n.finish()
+    assert head and rest
+    assert kept + rest == checkfu_fast.normalize(data, fields="lean")
+
+
 def test_unknown_field_names_the_valid_ones() -> None:
     for f in (checkfu_fast.normalize, reference.normalize):
         with pytest.raises(ValueError, match=r"unknown event field 'texts'.*valid fields: v, seq"):

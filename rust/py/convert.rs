@@ -11,34 +11,58 @@ use crate::fields::{self, Field, Sel, Val, Writer};
 use crate::normalize::{LineEvents, V};
 use crate::value::Value;
 
-/// FNV-1a: object keys are short, and SipHash's DoS resistance buys nothing for a cache that
-/// stops growing at [`CACHE_SIZE_MAX`] entries.
+/// An Fx-style hash (a rotate, a xor and a multiply per 8 bytes): the keys and values kept are
+/// short, SipHash's DoS resistance buys nothing for a cache that stops growing at
+/// [`CACHE_SIZE_MAX`] entries, and FNV-1a's multiply per byte was most of a lookup's cost.
 #[derive(Default)]
-pub struct Fnv(u64);
+pub struct Fx(u64);
 
-impl std::hash::Hasher for Fnv {
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+impl Fx {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_K);
+    }
+}
+
+impl std::hash::Hasher for Fx {
     fn finish(&self) -> u64 {
         self.0
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in words.by_ref() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
         }
-        self.0 = h;
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            if let Some(to) = b.get_mut(..rest.len()) {
+                to.copy_from_slice(rest);
+            }
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
     }
 }
 
-/// Object keys seen so far, so repeated keys share one Python string: one per `normalize`
+/// Object keys (and the values of the fields that [`repeats`]) seen so far, so repeated keys
+/// share one Python string: one per `normalize`
 /// call, and one per `Normalizer` kept across its `feed` calls (the keys of a stream repeat from
 /// chunk to chunk). Holds at most [`CACHE_SIZE_MAX`] keys of at most [`CACHE_KEY_MAX`] bytes.
 pub struct KeyCache {
-    map: HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fnv>>,
+    map: HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fx>>,
+    /// The event dicts' template ([`event_template`]), made on first use.
+    template: Option<Py<PyDict>>,
 }
 
 const CACHE_KEY_MAX: usize = 48;
@@ -48,7 +72,21 @@ impl KeyCache {
     pub fn new() -> Self {
         KeyCache {
             map: HashMap::default(),
+            template: None,
         }
+    }
+
+    /// A new event dict: a copy of [`event_template`].
+    fn event_dict<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let template = match &self.template {
+            Some(t) => t.bind(py).clone(),
+            None => {
+                let t = event_template(py)?;
+                self.template = Some(t.clone().unbind());
+                t
+            }
+        };
+        template.copy()
     }
 
     fn key<'py>(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
@@ -64,6 +102,34 @@ impl KeyCache {
         }
         s
     }
+}
+
+/// How many spare keys the template's table is made for: with [`fields::ALWAYS`] they fill
+/// it past two thirds of 16 slots, so it has 32 (room for 21 keys; the bench corpora's events
+/// have at most 15).
+const TEMPLATE_SPARE: usize = 5;
+
+/// The keys every event dict starts with, in order ([`fields::ALWAYS`], the first rows of
+/// [`fields::FIELDS`]), each `None` (the walk sets them: a key already there keeps its place),
+/// in a table that an event's other keys fit in. The spare keys that grew the table are taken
+/// out again with `popitem` (which, unlike `del`, leaves no entry behind, so `dict.copy` copies
+/// the table as it is rather than inserting key by key into a new one). Copying it and setting
+/// values skips the new dict's first table and its two resizes (8 -> 16 -> 32 slots): the
+/// order and the set of keys of the dicts are the walk's as before.
+fn event_template(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let t = PyDict::new(py);
+    for f in fields::FIELDS.iter().take(fields::ALWAYS.len()) {
+        t.set_item(f.key.get(py), py.None())?;
+    }
+    // (string keys: one key of another type would make every copy a table of general keys,
+    // slower to look up and to fill)
+    for i in 0..TEMPLATE_SPARE {
+        t.set_item(PyString::new(py, &format!("spare {i}")), py.None())?;
+    }
+    for _ in 0..TEMPLATE_SPARE {
+        t.call_method0(intern!(py, "popitem"))?;
+    }
+    Ok(t)
 }
 
 /// Python objects of `parsed` that the line's events reuse (their `text` and
@@ -211,7 +277,11 @@ fn with_text<'py>(
 
 fn num<'py>(py: Python<'py>, n: Num) -> PyResult<Bound<'py, PyAny>> {
     match n {
-        Num::Int(i) => i.into_bound_py_any(py),
+        // (an i128 goes through pyo3's slow 128-bit conversion: shifts and ors of Python ints)
+        Num::Int(i) => match i64::try_from(i) {
+            Ok(i) => i.into_bound_py_any(py),
+            Err(_) => i.into_bound_py_any(py),
+        },
         Num::Float(f) => f.into_bound_py_any(py),
     }
 }
@@ -241,7 +311,7 @@ pub fn line<'py>(
     for ev in &rec.events {
         let mut w = DictWriter {
             py,
-            d: PyDict::new(py),
+            d: keys.event_dict(py)?,
             keys,
             shared: &shared,
             raw: raw.as_ref(),
@@ -256,6 +326,38 @@ pub fn line<'py>(
         *seq += 1;
     }
     Ok(())
+}
+
+/// Whether `f`'s values come from a small set (a kind, a model, a session id...), so that one
+/// Python string per value, kept in the [`KeyCache`], serves every event rather than a new
+/// string decoded for each (ids unique to an event are not kept: they would fill the cache).
+#[inline]
+fn repeats(f: &Field) -> bool {
+    matches!(
+        f.name,
+        "kind"
+            | "subtype"
+            | "role"
+            | "usageScope"
+            | "encoding"
+            | "toolClass"
+            | "providerToolName"
+            | "speed"
+            | "sessionId"
+            | "nativeType"
+            | "stopReason"
+            | "cwd"
+            | "name"
+            | "code"
+            | "errorKind"
+            | "model"
+            | "phase"
+            | "type"
+            | "disposition"
+            | "event"
+            | "window"
+            | "limitType"
+    )
 }
 
 /// The dict [`Writer`]: each field set on the dict being built (`d`; a nested object's own
@@ -294,6 +396,7 @@ impl Writer for DictWriter<'_, '_> {
         match v {
             Val::Str(s) if std::ptr::eq(s, self.dialect_str) => self.d.set_item(key, self.dialect),
             Val::Str(s) if std::ptr::eq(s, V) => self.d.set_item(key, intern!(py, V)),
+            Val::Str(s) if repeats(f) => self.d.set_item(key, self.keys.key(py, s)),
             Val::Str(s) => self.d.set_item(key, s),
             Val::Text(text) => {
                 let obj = match self.shared.get((text.as_ptr() as usize, text.len())) {
