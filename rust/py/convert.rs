@@ -1,6 +1,7 @@
 //! Core values and events -> Python objects. Translation only.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -41,11 +42,12 @@ impl std::hash::Hasher for Fx {
         }
         let rest = words.remainder();
         if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            if let Some(to) = b.get_mut(..rest.len()) {
-                to.copy_from_slice(rest);
+            // (byte by byte: a copy of a variable length is a call to memcpy)
+            let mut w = 0u64;
+            for (i, b) in rest.iter().enumerate() {
+                w |= u64::from(*b) << (8 * i);
             }
-            self.add(u64::from_le_bytes(b));
+            self.add(w);
         }
     }
 
@@ -56,13 +58,34 @@ impl std::hash::Hasher for Fx {
 }
 
 /// Object keys (and the values of the fields that [`repeats`]) seen so far, so repeated keys
-/// share one Python string: one per `normalize`
-/// call, and one per `Normalizer` kept across its `feed` calls (the keys of a stream repeat from
-/// chunk to chunk). Holds at most [`CACHE_SIZE_MAX`] keys of at most [`CACHE_KEY_MAX`] bytes.
+/// share one Python string: one per `normalize` call, and one per `Normalizer` kept across its
+/// `feed` calls (the keys of a stream repeat from chunk to chunk). Each map holds at most
+/// [`CACHE_SIZE_MAX`] strings of at most [`CACHE_KEY_MAX`] bytes.
 pub struct KeyCache {
-    map: HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fx>>,
+    map: Kept,
+    /// The same for the values of the fields that [`repeats`] (apart: a stream of many
+    /// sessions does not crowd its keys out).
+    values: Kept,
     /// The event dicts' template ([`event_template`]), made on first use.
     template: Option<Py<PyDict>>,
+}
+
+type Kept = HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fx>>;
+
+/// The string kept in `map` for `k` (made and kept if there is room).
+#[inline]
+fn kept<'py>(map: &mut Kept, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
+    if k.len() > CACHE_KEY_MAX {
+        return PyString::new(py, k);
+    }
+    if let Some(s) = map.get(k) {
+        return s.bind(py).clone();
+    }
+    let s = PyString::new(py, k);
+    if map.len() < CACHE_SIZE_MAX {
+        map.insert(k.to_owned(), s.clone().unbind());
+    }
+    s
 }
 
 const CACHE_KEY_MAX: usize = 48;
@@ -72,8 +95,14 @@ impl KeyCache {
     pub fn new() -> Self {
         KeyCache {
             map: HashMap::default(),
+            values: HashMap::default(),
             template: None,
         }
+    }
+
+    /// The string for value `s` of a field that [`repeats`].
+    fn value<'py>(&mut self, py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+        kept(&mut self.values, py, s)
     }
 
     /// A new event dict: a copy of [`event_template`].
@@ -90,17 +119,7 @@ impl KeyCache {
     }
 
     fn key<'py>(&mut self, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
-        if k.len() > CACHE_KEY_MAX {
-            return PyString::new(py, k);
-        }
-        if let Some(s) = self.map.get(k) {
-            return s.bind(py).clone();
-        }
-        let s = PyString::new(py, k);
-        if self.map.len() < CACHE_SIZE_MAX {
-            self.map.insert(k.to_owned(), s.clone().unbind());
-        }
-        s
+        kept(&mut self.map, py, k)
     }
 }
 
@@ -286,6 +305,21 @@ fn num<'py>(py: Python<'py>, n: Num) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
+/// Whether `sel` has `raw` and `parsed`: their rows found once (`Sel::has_name` compares the
+/// names of the table's rows one by one: ~1,000 instructions a line, a twentieth of lean
+/// dicts' count on the claude bench corpus).
+fn raw_parsed(sel: Sel) -> (bool, bool) {
+    static ROWS: OnceLock<(Option<usize>, Option<usize>)> = OnceLock::new();
+    let (raw, parsed) = *ROWS.get_or_init(|| {
+        let row = |name: &str| fields::FIELDS.iter().position(|f| f.name == name);
+        (row("raw"), row("parsed"))
+    });
+    (
+        raw.is_some_and(|i| sel.has(i)),
+        parsed.is_some_and(|i| sel.has(i)),
+    )
+}
+
 /// Append the dicts for one line's events to `out`, numbering them from `*seq`; only the
 /// fields of `sel` (a projection converts neither `raw` nor `parsed` unless asked).
 pub fn line<'py>(
@@ -296,8 +330,9 @@ pub fn line<'py>(
     out: &Bound<'py, PyList>,
     sel: Sel,
 ) -> PyResult<()> {
-    let raw = sel.has_name("raw").then(|| PyString::new(py, rec.raw));
-    let (parsed, shared) = if sel.has_name("parsed") {
+    let (wants_raw, wants_parsed) = raw_parsed(sel);
+    let raw = wants_raw.then(|| PyString::new(py, rec.raw));
+    let (parsed, shared) = if wants_parsed {
         let mut shared = Shared::for_events(&rec.events);
         let parsed = match rec.parsed {
             Some(v) => shared_value(py, v, keys, &mut shared)?,
@@ -331,7 +366,7 @@ pub fn line<'py>(
 /// Whether `f`'s values come from a small set (a kind, a model, a session id...), so that one
 /// Python string per value, kept in the [`KeyCache`], serves every event rather than a new
 /// string decoded for each (ids unique to an event are not kept: they would fill the cache).
-#[inline]
+#[inline(always)]
 fn repeats(f: &Field) -> bool {
     matches!(
         f.name,
@@ -396,7 +431,7 @@ impl Writer for DictWriter<'_, '_> {
         match v {
             Val::Str(s) if std::ptr::eq(s, self.dialect_str) => self.d.set_item(key, self.dialect),
             Val::Str(s) if std::ptr::eq(s, V) => self.d.set_item(key, intern!(py, V)),
-            Val::Str(s) if repeats(f) => self.d.set_item(key, self.keys.key(py, s)),
+            Val::Str(s) if repeats(f) => self.d.set_item(key, self.keys.value(py, s)),
             Val::Str(s) => self.d.set_item(key, s),
             Val::Text(text) => {
                 let obj = match self.shared.get((text.as_ptr() as usize, text.len())) {
