@@ -244,11 +244,13 @@ impl Sel {
         Ok(if bits == every { Sel::ALL } else { Sel(bits) })
     }
 
-    /// Whether `name` is selected.
+    /// Whether `name` is selected. (The rows searched from the end: the names the writers ask
+    /// for on every line, `raw` and `parsed`, are the last two; from the start each was ~500
+    /// instructions a line.)
     pub fn has_name(self, name: &str) -> bool {
         FIELDS
             .iter()
-            .position(|f| f.name == name)
+            .rposition(|f| f.name == name)
             .is_some_and(|i| self.has(i))
     }
 }
