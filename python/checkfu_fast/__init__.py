@@ -67,13 +67,15 @@ def _ref() -> ModuleType:
 
 # The core's allocator (mimalloc) gives freed pages back to the system after its purge delay,
 # which it reads from the environment once, when the module loads: 1 s by default, which kept
-# 25-40 MiB of a report's freed fold memory resident (1 GiB tree, first run filling the cache:
-# peak RSS 152 -> 127 MiB at 100 ms, the same times). A delay the user set is left alone; the
-# variable is set for the import only, so no child process inherits it.
+# 25-40 MiB of a report's freed fold memory resident. On a 1 GiB tree (peak RSS, wall time):
+# report --no-cache 1000 ms 150, 100 ms 116-153, 30 ms 120-127, 10 ms 111-115 MiB, all 1.6-1.8 s;
+# the first run filling the cache 148-152 / 136 / 114 / 109-112 MiB in 6.7-7.0 / 6.7-7.0 / 7.2 /
+# 7.6 s (a shorter delay purges more often). A delay the user set is left alone; the variable is
+# set for the import only, so no child process inherits it.
 _PURGE = "MIMALLOC_PURGE_DELAY"
 _purge_set = _PURGE not in os.environ
 if _purge_set:
-    os.environ[_PURGE] = "100"
+    os.environ[_PURGE] = "30"
 try:
     from . import _native
 except ImportError as exc:  # pragma: no cover - exercised only on a broken install
