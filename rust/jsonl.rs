@@ -631,7 +631,7 @@ pub fn read_chunks(
     r: &mut dyn Read,
     mut f: impl FnMut(&[u8]) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut chunk = crate::split::zeroed(READ_CHUNK)?;
     loop {
         match r.read(&mut chunk) {
             Ok(0) => return Ok(()),

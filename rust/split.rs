@@ -112,7 +112,7 @@ impl Input for FileInput {
 /// stream, or `None` (no such LF before the end, or only the end itself).
 fn next_cut(src: &mut dyn Input, at: u64) -> io::Result<Option<u64>> {
     let size = src.size();
-    let mut buf = vec![0u8; PROBE];
+    let mut buf = zeroed(PROBE)?;
     // the LF at offset at - 1 already ends a line right before `at`
     let mut pos = at.saturating_sub(1);
     while pos < size {
@@ -210,7 +210,7 @@ fn block_before<'b>(
 /// Just after the last LF of `[lo, at)`, or `lo` (a line start): the start of a line that goes
 /// on from `at`.
 fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
-    let mut buf = vec![0u8; PROBE];
+    let mut buf = zeroed(PROBE)?;
     let mut end = at;
     while end > lo {
         let (start, block) = block_before(src, &mut buf, lo, end)?;
@@ -224,7 +224,7 @@ fn line_start(src: &mut dyn Input, lo: u64, at: u64) -> io::Result<u64> {
 
 /// The offset of the first LF of `[at, hi)`, or `hi`: the end of a line that holds `at`.
 fn line_end(src: &mut dyn Input, at: u64, hi: u64) -> io::Result<u64> {
-    let mut buf = vec![0u8; PROBE];
+    let mut buf = zeroed(PROBE)?;
     let mut pos = at;
     while pos < hi {
         let n = usize::try_from(hi - pos).unwrap_or(PROBE).min(PROBE);
@@ -298,7 +298,7 @@ fn last_context(
     // a place across the block's start is found whole in the next block
     let longest = marks.iter().map(|m| m.len()).max().unwrap_or(0);
     let overlap = longest.max(6) as u64 - 1;
-    let mut buf = vec![0u8; PROBE];
+    let mut buf = zeroed(PROBE)?;
     let mut found = Context::default();
     let mut have: Parts = 0;
     let mut end = hi;
@@ -377,6 +377,15 @@ pub fn contexts(
         }
     }
     Ok(out)
+}
+
+/// A buffer of `n` zero bytes, its room had by `try_reserve`: an I/O path near its process's
+/// memory limit gets an `io::ErrorKind::OutOfMemory` error ([`io_oom`]), not an abort.
+pub(crate) fn zeroed(n: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    OutOfMemory::reserve(&mut buf, n).map_err(io_oom)?;
+    buf.resize(n, 0);
+    Ok(buf)
 }
 
 /// An allocation that failed, as an `io::Error` of kind `OutOfMemory` made without allocating
@@ -577,7 +586,7 @@ pub fn plan(
         return Ok(Plan::whole(size));
     }
     let mut engine = Engine::new(dialect, budget);
-    let mut buf = vec![0u8; PROBE];
+    let mut buf = zeroed(PROBE)?;
     let mut pos = 0u64;
     for (i, &(_, end)) in cuts.iter().enumerate() {
         if i + 1 == cuts.len() {
@@ -761,7 +770,7 @@ pub fn normalize_range(
         return Ok(());
     };
     let mut s = range_stream(plan, k, dialect, budget, source, sel);
-    let mut chunk = vec![0u8; READ_CHUNK.min(usize::try_from(end - start).unwrap_or(READ_CHUNK))];
+    let mut chunk = zeroed(READ_CHUNK.min(usize::try_from(end - start).unwrap_or(READ_CHUNK)))?;
     let mut out = Vec::new();
     let mut pos = start;
     while pos < end {

@@ -82,8 +82,14 @@ fn kept<'py>(map: &mut Kept, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
         return s.bind(py).clone();
     }
     let s = PyString::new(py, k);
-    if map.len() < CACHE_SIZE_MAX {
-        map.insert(k.to_owned(), s.clone().unbind());
+    // kept only where the room can be had: the cache is an optimization, and an allocation
+    // that fails here (a process near its memory limit) must not abort the process
+    if map.len() < CACHE_SIZE_MAX && map.try_reserve(1).is_ok() {
+        let mut key = String::new();
+        if key.try_reserve_exact(k.len()).is_ok() {
+            key.push_str(k);
+            map.insert(key, s.clone().unbind());
+        }
     }
     s
 }
