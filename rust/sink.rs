@@ -23,6 +23,17 @@ pub const GROUP_LINES: usize = 4096;
 /// line) fits; a huge line's tree is given back.
 pub const ARENA_KEEP: usize = 8 << 20;
 
+/// The arena emptied for the next line or group, whose trees are gone: reused, or dropped when
+/// it grew past [`ARENA_KEEP`] (one long line must not keep its memory for the rest).
+#[inline]
+pub fn recycle(arena: &mut bumpalo::Bump) {
+    if arena.allocated_bytes() > ARENA_KEEP {
+        *arena = bumpalo::Bump::new();
+    } else {
+        arena.reset();
+    }
+}
+
 /// [`feed`] frames a chunk about this many bytes at a time: the framed spans of one window
 /// (~130 bytes a line) are alive at once, not those of a whole in-memory stream (64 MiB of
 /// 2-byte lines: 33 million spans, 2 GB).
@@ -107,11 +118,7 @@ pub fn items<S: Sink>(
         // records per line: 2-3 % of a report)
         for it in items {
             let data = it.span.bytes(chunk);
-            if arena.allocated_bytes() > ARENA_KEEP {
-                *arena = bumpalo::Bump::new();
-            } else {
-                arena.reset();
-            }
+            recycle(arena);
             let bump: &mut bumpalo::Bump = arena;
             let scratch = &mut *scratch;
             let collapse = &mut *collapse;
@@ -153,12 +160,7 @@ pub fn items<S: Sink>(
             end += 1;
         }
         let group = items.get(start..end).unwrap_or_default();
-        // the last group's trees are gone: its arena is reused (or dropped when it grew big)
-        if arena.allocated_bytes() > ARENA_KEEP {
-            *arena = bumpalo::Bump::new();
-        } else {
-            arena.reset();
-        }
+        recycle(arena);
         // moved into the closure as `&mut` (a `Bump` is `Send`, not `Sync`), shared inside
         let bump: &mut bumpalo::Bump = arena;
         let scratch = &mut *scratch;

@@ -865,16 +865,12 @@ fn lend_memory(engine: &mut Engine) -> bool {
     })
 }
 
-/// Give the memory [`lend_memory`] lent back to the thread (an arena grown past
-/// [`sink::ARENA_KEEP`] is dropped, as the engine would).
+/// Give the memory [`lend_memory`] lent back to the thread, its arena emptied as the engine
+/// empties it ([`sink::recycle`]).
 fn return_memory(engine: &mut Engine) {
     ENGINE_MEM.with(|cell| {
         if let Ok(mut mem) = cell.try_borrow_mut() {
-            if engine.arena.allocated_bytes() > sink::ARENA_KEEP {
-                engine.arena = bumpalo::Bump::new();
-            } else {
-                engine.arena.reset();
-            }
+            sink::recycle(&mut engine.arena);
             std::mem::swap(&mut engine.arena, &mut mem.0);
             std::mem::swap(&mut engine.scratch, &mut mem.1);
         }
