@@ -22,7 +22,7 @@ use crate::fields::{self, Field, Sel, Ty, Val, Writer};
 use crate::normalize::{Engine, LineEvents};
 use crate::parse::{StrSpan, SPAN_MIN};
 use crate::sink::{self, Sink};
-use crate::text::{write_f64, write_i128, write_str, write_str_twice, write_u64};
+use crate::text::{self, write_f64, write_i128, write_str, write_str_twice, write_u64};
 use crate::value::Value;
 
 /// Bytes read per step by [`crate::split::normalize_file`].
@@ -444,10 +444,12 @@ impl LineWriter {
 }
 
 /// Room for `n` bytes written as a JSON string, escaped once or twice: at most 7 bytes a byte
-/// (`\\u00XX`), plus the escaper's working room ([`crate::text`] sizes its output
-/// `1.25 n + 16` ahead) and the quotes.
+/// (`\\u00XX`), plus the escaper's working room (zeroed ahead of its writes, at most
+/// [`text::ESCAPE_AHEAD`] past 7 bytes a byte) and the quotes.
 fn escaped_room(n: usize) -> usize {
-    n.saturating_mul(8).saturating_add(64)
+    n.saturating_mul(8)
+        .saturating_add(text::ESCAPE_AHEAD)
+        .saturating_add(64)
 }
 
 /// Room for the JSONL of one event of a line ([`LineWriter::line`] reserves it in `out`

@@ -26,24 +26,30 @@ const ESC: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// The escape of each control byte (< 0x20) as the 8 little-endian bytes of a `u64` (the
-/// escape, zeros after it) and its length: escaped once (`\n`, `\u001f`) and, `[1]`, twice
-/// (`\\n`, `\\u001f`). One load and one 8-byte store an escape.
+/// The escape of each byte, once (`[0]`) and twice (`[1]`, the escape's own JSON string
+/// escape: `\\n`, `\\\"`, `\\u001f`), as the 8 little-endian bytes of a `u64`: the escape
+/// (at most 7 bytes) and its length in the top byte; 0 for a byte that needs none. One load
+/// and one 8-byte store an escape, the same code for every byte that needs one.
 #[allow(clippy::indexing_slicing)]
-const CTL: [[(u64, usize); 32]; 2] = {
-    let mut t = [[(0u64, 0usize); 32]; 2];
+const SEQ: [[u64; 256]; 2] = {
+    let mut t = [[0u64; 256]; 2];
     let mut c = 0;
-    while c < 32 {
+    while c < 256 {
         let e = ESC[c];
-        let mut seq = [0u8; 8];
         let mut twice = 0;
-        while twice < 2 {
+        while e != 0 && twice < 2 {
+            let mut seq = [0u8; 8];
             let mut n = 0;
             seq[n] = b'\\';
             n += 1;
             if twice == 1 {
                 seq[n] = b'\\';
                 n += 1;
+                if e == b'"' || e == b'\\' {
+                    // the escaped `"` or `\\` escaped again
+                    seq[n] = b'\\';
+                    n += 1;
+                }
             }
             if e == b'u' {
                 let tail = [b'u', b'0', b'0', HEX[c >> 4], HEX[c & 0xf]];
@@ -57,8 +63,8 @@ const CTL: [[(u64, usize); 32]; 2] = {
                 seq[n] = e;
                 n += 1;
             }
-            t[twice][c] = (u64::from_le_bytes(seq), n);
-            seq = [0u8; 8];
+            seq[7] = n as u8;
+            t[twice][c] = u64::from_le_bytes(seq);
             twice += 1;
         }
         c += 1;
@@ -66,12 +72,22 @@ const CTL: [[(u64, usize); 32]; 2] = {
     t
 };
 
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
+/// The bytes [`escape_into`] takes at a time: one block, read with as many after it.
+const BLOCK: usize = 64;
 
-/// Output room one 8-byte word of [`escape_into`] may use: eight 7-byte escapes (escaped twice), or an 8-byte
-/// store from at most 42 bytes in.
-const WORD_ROOM: usize = 64;
+/// Output room a block of [`escape_into`] with `n` escapes may use: its [`BLOCK`] bytes, 6
+/// more an escape (7 bytes, `\\u001f`, for one), and the [`BLOCK`]-byte store of a run;
+/// [`BLOCK_ROOM`] is its most (every byte escaped).
+const fn block_room(n: usize) -> usize {
+    2 * BLOCK + 6 * n
+}
+
+const BLOCK_ROOM: usize = block_room(BLOCK);
+
+/// The most the output of [`write_str`] or [`write_str_twice`] is grown (zeroed ahead of the
+/// writes) past 7 bytes a byte of the string and the quotes: a reservation of that much more
+/// keeps the escaper from reallocating.
+pub const ESCAPE_AHEAD: usize = BLOCK_ROOM;
 
 /// A JSON string as `json.dumps(s, ensure_ascii=False)` writes it.
 ///
@@ -102,116 +118,63 @@ const WINDOW: usize = 1536;
 
 /// The escape of `src` appended to `out` (escaped twice when `TWICE`): the bytes before the
 /// first that needs an escape copied as they are ([`clean_prefix`]; all of most strings), the
-/// rest escaped into room zeroed ahead ([`escape_into`]), a [`WINDOW`] at most at a time.
+/// rest escaped into room zeroed ahead ([`escape_into`]), a [`WINDOW`] at most at a time (or
+/// a block's most room, [`BLOCK_ROOM`], when the room a quarter over the text gave did not
+/// hold the next block's escapes).
 #[inline]
 fn escape<const TWICE: bool>(out: &mut Vec<u8>, src: &[u8]) {
     let (clean, mut src) = src.split_at(clean_prefix(src));
     out.extend_from_slice(clean);
+    let mut least = 0;
     while !src.is_empty() {
         let start = out.len();
-        let room = (src.len() + src.len() / 4 + 2 * WORD_ROOM).min(WINDOW);
+        let room = (src.len() + src.len() / 4 + block_room(0))
+            .min(WINDOW)
+            .max(least);
         out.resize(start + room, 0);
         let (read, written) = out
             .get_mut(start..)
             .map_or((src.len(), 0), |dst| escape_into::<TWICE>(src, dst));
         out.truncate(start + written);
         src = src.get(read..).unwrap_or_default();
-    }
-}
-
-/// Bit 7 of each byte of `w` that needs an escape (< 0x20, `"` or `\\`), exactly (no
-/// carries cross bytes: every sum stays below 0x100).
-#[inline]
-fn escape_mask(w: u64) -> u64 {
-    const L7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let ctl = !((w & L7).wrapping_add(LO * 0x60) | w) & HI;
-    let q = w ^ (LO * u64::from(b'"'));
-    let quote = !((q & L7).wrapping_add(L7) | q) & HI;
-    let b = w ^ (LO * u64::from(b'\\'));
-    let backslash = !((b & L7).wrapping_add(L7) | b) & HI;
-    ctl | quote | backslash
-}
-
-/// Write the escape of byte `c` (one that needs one) at `dst[*j..]`.
-/// Escaped twice (`TWICE`), the escape's backslash is escaped (`\\n`, `\\u00XX`), and so is
-/// the escaped `"` or `\\` (`\\\"`, `\\\\`).
-#[inline]
-fn put_escape<const TWICE: bool>(dst: &mut [u8], j: &mut usize, c: u8) {
-    if let Some(&(seq, n)) = CTL
-        .get(usize::from(TWICE))
-        .and_then(|t| t.get(usize::from(c)))
-    {
-        if let Some(d) = dst.get_mut(*j..*j + 8) {
-            d.copy_from_slice(&seq.to_le_bytes());
-        }
-        *j += n;
-        return;
-    }
-    let e = ESC.get(usize::from(c)).copied().unwrap_or(b'u');
-    if TWICE {
-        let (seq, n): ([u8; 8], usize) = match e {
-            b'u' => (
-                [
-                    b'\\',
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
-                    HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
-                    0,
-                ],
-                7,
-            ),
-            b'"' | b'\\' => ([b'\\', b'\\', b'\\', e, 0, 0, 0, 0], 4),
-            _ => ([b'\\', b'\\', e, 0, 0, 0, 0, 0], 3),
-        };
-        if let Some(d) = dst.get_mut(*j..*j + 8) {
-            d.copy_from_slice(&seq);
-        }
-        *j += n;
-    } else if e == b'u' {
-        let hex = [
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX.get(usize::from(c >> 4)).copied().unwrap_or(b'0'),
-            HEX.get(usize::from(c & 0xf)).copied().unwrap_or(b'0'),
-        ];
-        if let Some(d) = dst.get_mut(*j..*j + 6) {
-            d.copy_from_slice(&hex);
-        }
-        *j += 6;
-    } else {
-        if let Some(d) = dst.get_mut(*j..*j + 2) {
-            d.copy_from_slice(&[b'\\', e]);
-        }
-        *j += 2;
+        least = if read == 0 { BLOCK_ROOM } else { 0 };
     }
 }
 
 /// 0xff in each byte of the 16 at `b` that needs an escape (< 0x20, `"` or `\\`), 0 in the
 /// others: written byte by byte, compiled to a few 16-byte vector compares (SSE2, x86-64's
-/// baseline; no `unsafe`), ~17 instructions with the call where two words of [`escape_mask`]
-/// arithmetic took ~60 (its constants reloaded each time). Not inlined: inside
-/// [`escape_into`]'s loop, which also reads the 16 bytes as two words, LLVM compiled it byte
-/// by byte (the JSON text of the bench's tool results cost 12 instructions a byte that way,
-/// 5 as a call, 7 before).
-#[inline(never)]
+/// baseline; no `unsafe`), when what is done with the flags is out of LLVM's sight
+/// ([`mask16`]): a loop's other use of the bytes, or their packing into bits, in sight made
+/// LLVM compile the compares byte by byte.
+#[inline(always)]
 fn flags16(b: &[u8; 16]) -> u128 {
     u128::from_le_bytes(b.map(|c| u8::from((c < 0x20) | (c == b'"') | (c == b'\\')).wrapping_neg()))
 }
 
+/// Bit `i` set for each byte `b[i]` that needs an escape: [`flags16`]'s 0/0xff bytes packed
+/// into bits by one multiply a word (the bit of byte `i` of a word of 0/1 bytes lands at bit
+/// 56 + `i` of its product with 0x0102040810204080, no carries). The flags pass through
+/// [`std::hint::black_box`] (a 16-byte store and two 8-byte loads), so their compares stay
+/// vector compares; a call did the same and cost more.
+#[inline(always)]
+fn mask16(b: &[u8; 16]) -> u16 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const PACK: u64 = 0x0102_0408_1020_4080;
+    let f = std::hint::black_box(flags16(b));
+    let lo = ((f as u64) & LO).wrapping_mul(PACK) >> 56;
+    let hi = (((f >> 64) as u64) & LO).wrapping_mul(PACK) >> 56;
+    (lo | hi << 8) as u16
+}
+
 /// How many bytes of `src` come before the first that needs an escape: 16 at a time
-/// ([`flags16`]), then one at a time.
+/// ([`mask16`]), then one at a time.
 #[inline]
 fn clean_prefix(src: &[u8]) -> usize {
     let mut i = 0;
     while let Some(w) = src.get(i..i + 16).and_then(|w| w.first_chunk::<16>()) {
-        let f = flags16(w);
-        if f != 0 {
-            return i + (f.trailing_zeros() / 8) as usize;
+        let m = mask16(w);
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
         }
         i += 16;
     }
@@ -224,94 +187,94 @@ fn clean_prefix(src: &[u8]) -> usize {
     i
 }
 
-/// The escape of one 8-byte word of text at `dst[*j..]` (room for [`WORD_ROOM`] bytes there):
-/// `m`, bit 7 of each byte that needs an escape ([`escape_mask`], or [`flags16`]'s bits),
-/// gives the escapes' places, and each clean run before one
-/// is stored as one 8-byte write (the bytes past the run are overwritten next), so the cost is
-/// per escape, not per byte.
+/// The [`BLOCK`] bytes of `b` from `pos` (at most [`BLOCK`]) stored at `dst[j..]`.
 #[inline(always)]
-fn escape_word<const TWICE: bool>(dst: &mut [u8], j: &mut usize, word: u64, mut m: u64) {
-    let bytes = word.to_le_bytes();
-    let mut pos = 0usize;
-    while m != 0 {
-        let k = (m.trailing_zeros() / 8) as usize;
-        if let Some(d) = dst.get_mut(*j..*j + 8) {
-            d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
-        }
-        *j += k - pos;
-        let c = bytes.get(k).copied().unwrap_or(0);
-        if c >= 0x20 {
-            // `"` or `\`: its escape is a backslash (three, escaped twice) and the byte
-            // itself, which the next store writes with the run after it
-            if let Some(d) = dst.get_mut(*j..*j + 8) {
-                d.copy_from_slice(&[b'\\'; 8]);
-            }
-            *j += if TWICE { 3 } else { 1 };
-            pos = k;
-        } else {
-            put_escape::<TWICE>(dst, j, c);
-            pos = k + 1;
-        }
-        m &= m - 1;
-    }
-    if pos < 8 {
-        if let Some(d) = dst.get_mut(*j..*j + 8) {
-            d.copy_from_slice(&(word >> (8 * pos)).to_le_bytes());
-        }
-        *j += 8 - pos;
+fn put_run(dst: &mut [u8], j: usize, b: &[u8; 2 * BLOCK], pos: usize) {
+    if let (Some(d), Some(s)) = (dst.get_mut(j..j + BLOCK), b.get(pos..pos + BLOCK)) {
+        d.copy_from_slice(s);
     }
 }
 
-/// Escape a prefix of `src` into `dst`, as much as fits: returns the bytes read and written.
-/// At least one byte is read when `dst` holds 2 [`WORD_ROOM`] bytes.
+/// The escape of the first [`BLOCK`] bytes of `b` at `dst[j..]`, if `dst` has the room
+/// ([`block_room`] of its escapes): the end of what was written.
 ///
-/// 16 bytes at a time while two words' room fits: 16 bytes that need no escape
-/// ([`flags16`]) are copied whole, the others go a word at a time ([`escape_word`], given
-/// the word's escapes from the same flags). The
-/// last < 16 bytes go a word, then a byte at a time.
+/// Each escape is two stores: the clean run before it, as [`BLOCK`] bytes (read from `b`,
+/// whose [`BLOCK`] bytes after the block make that a plain load; the bytes past the run are
+/// overwritten next), and its [`SEQ`] entry; the run after the last escape is one more
+/// store. No branch depends on which byte is escaped, and the loop's exit is one branch for
+/// 64 bytes: text with an escape every 10 to 30 bytes has 0, 1, 2 or more in 16 bytes at
+/// random, and a loop a 16-byte block mispredicted its exit about once a block (the tool
+/// results of the claude bench corpus: 1.6 GB/s escaped a 16-byte block at a time, 2.5 GB/s
+/// 64 bytes at a time).
+#[inline(always)]
+fn escape_block<const TWICE: bool>(
+    b: &[u8; 2 * BLOCK],
+    dst: &mut [u8],
+    mut j: usize,
+) -> Option<usize> {
+    let q = |o: usize| {
+        u64::from(
+            b.get(o..o + 16)
+                .and_then(|w| w.first_chunk::<16>())
+                .map_or(0, mask16),
+        )
+    };
+    let mut m = q(0) | q(16) << 16 | q(32) << 32 | q(48) << 48;
+    if j + block_room(m.count_ones() as usize) > dst.len() {
+        return None;
+    }
+    let table = SEQ.get(usize::from(TWICE)).unwrap_or(&[0; 256]);
+    let mut pos = 0usize;
+    while m != 0 {
+        let k = m.trailing_zeros() as usize;
+        put_run(dst, j, b, pos);
+        j += k - pos;
+        let c = b.get(k).copied().unwrap_or(0);
+        let e = table.get(usize::from(c)).copied().unwrap_or(0);
+        if let Some(d) = dst.get_mut(j..j + 8) {
+            d.copy_from_slice(&e.to_le_bytes());
+        }
+        j += (e >> 56) as usize;
+        pos = k + 1;
+        m &= m - 1;
+    }
+    put_run(dst, j, b, pos);
+    Some(j + BLOCK - pos)
+}
+
+/// Escape a prefix of `src` into `dst`, as much as fits: returns the bytes read and written.
+/// At least one byte is read when `dst` holds [`BLOCK_ROOM`] bytes.
+///
+/// A [`BLOCK`] at a time ([`escape_block`]), each block read with the [`BLOCK`] bytes after
+/// it; the last < 2 [`BLOCK`] bytes from a copy padded with spaces to whole blocks (a space is
+/// written as it is, so the padding's output is the same count of bytes at the end, dropped).
 #[inline]
 fn escape_into<const TWICE: bool>(src: &[u8], dst: &mut [u8]) -> (usize, usize) {
     let (mut i, mut j) = (0, 0);
-    let word = |b: Option<&[u8; 8]>| u64::from_le_bytes(b.copied().unwrap_or_default());
-    while let Some(w16) = src.get(i..i + 16).and_then(|w| w.first_chunk::<16>()) {
-        if j + 2 * WORD_ROOM > dst.len() {
-            return (i, j);
+    while let Some(b) = src.get(i..i + 2 * BLOCK).and_then(|w| w.first_chunk()) {
+        match escape_block::<TWICE>(b, dst, j) {
+            Some(end) => j = end,
+            None => return (i, j),
         }
-        let f = flags16(w16);
-        if f == 0 {
-            if let Some(d) = dst.get_mut(j..j + 16) {
-                d.copy_from_slice(w16);
-            }
-            j += 16;
-        } else {
-            let (a, b) = (word(w16.first_chunk()), word(w16.last_chunk()));
-            escape_word::<TWICE>(dst, &mut j, a, f as u64 & HI);
-            escape_word::<TWICE>(dst, &mut j, b, (f >> 64) as u64 & HI);
-        }
-        i += 16;
+        i += BLOCK;
     }
-    if let Some(w) = src.get(i..i + 8) {
-        if j + WORD_ROOM <= dst.len() {
-            let w = word(w.first_chunk());
-            escape_word::<TWICE>(dst, &mut j, w, escape_mask(w));
-            i += 8;
-        }
+    let rest = src.get(i..).unwrap_or_default();
+    let mut pad = [b' '; 3 * BLOCK];
+    if let Some(p) = pad.get_mut(..rest.len()) {
+        p.copy_from_slice(rest);
     }
-    for &c in src.get(i..).unwrap_or_default() {
-        if j + 8 > dst.len() {
+    let mut t = 0;
+    while t < rest.len() {
+        let Some(b) = pad.get(t..t + 2 * BLOCK).and_then(|w| w.first_chunk()) else {
             break;
+        };
+        match escape_block::<TWICE>(b, dst, j) {
+            Some(end) => j = end,
+            None => return (i + t, j),
         }
-        if ESC.get(usize::from(c)).copied().unwrap_or(0) == 0 {
-            if let Some(d) = dst.get_mut(j) {
-                *d = c;
-            }
-            j += 1;
-        } else {
-            put_escape::<TWICE>(dst, &mut j, c);
-        }
-        i += 1;
+        t += BLOCK;
     }
-    (i, j.min(dst.len()))
+    (i + rest.len(), j - (t - rest.len()))
 }
 
 /// An unsigned integer in decimal.

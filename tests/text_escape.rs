@@ -1,0 +1,109 @@
+//! `text::write_str` and `text::write_str_twice` against a byte-by-byte reference, on strings
+//! long enough for every path of the block escaper: the clean prefix, whole 64-byte blocks
+//! read with the 64 after them, the padded last < 128 bytes, the room windows of a long
+//! string and a block whose escapes do not fit the room given (retried with a block's most).
+
+use _native::text::{write_str, write_str_twice};
+
+/// `json.dumps(x, ensure_ascii=False)`, one char at a time.
+fn naive(x: &str) -> String {
+    let mut o = String::from("\"");
+    for c in x.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            '\u{8}' => o.push_str("\\b"),
+            '\u{c}' => o.push_str("\\f"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Both writers after `prefix` (already in the buffer), checked against the reference.
+fn check(prefix: &str, x: &str) {
+    let mut once = prefix.as_bytes().to_vec();
+    write_str(&mut once, x);
+    assert_eq!(
+        String::from_utf8(once).unwrap_or_default(),
+        format!("{prefix}{}", naive(x)),
+        "{x:?}"
+    );
+    let mut twice = prefix.as_bytes().to_vec();
+    twice.push(b'"');
+    write_str_twice(&mut twice, x);
+    twice.push(b'"');
+    assert_eq!(
+        String::from_utf8(twice).unwrap_or_default(),
+        format!("{prefix}{}", naive(&naive(x))),
+        "{x:?}"
+    );
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    fn pick(&mut self, from: &[char]) -> char {
+        let i = self.next(from.len() as u64) as usize;
+        from.get(i).copied().unwrap_or('a')
+    }
+}
+
+#[test]
+fn random_strings_of_every_length_escape_like_the_reference() {
+    let special = [
+        '"', '\\', '\n', '\t', '\r', '\u{1}', '\u{8}', '\u{c}', '\u{1f}',
+    ];
+    let other = ['é', '€', '𝄞', '\u{7f}', '\u{2028}', ' ', '~', 'Z'];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for len in 0..700usize {
+        // escape densities from none to every byte
+        for per_mille in [0u64, 20, 60, 200, 1000] {
+            let x: String = (0..len)
+                .map(|_| {
+                    if rng.next(1000) < per_mille {
+                        rng.pick(&special)
+                    } else if rng.next(8) == 0 {
+                        rng.pick(&other)
+                    } else {
+                        char::from(b'a' + rng.next(26) as u8)
+                    }
+                })
+                .collect();
+            check("", &x);
+            check("{\"k\":", &x);
+        }
+    }
+}
+
+#[test]
+fn long_and_dense_strings_escape_like_the_reference() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for n in [1535usize, 1536, 4096, 10_000, 50_001] {
+        // every byte a 6-byte escape (7 escaped twice): many windows, each block's room
+        // retried at its most after a window that could not hold it
+        let all: String = "\u{1}".repeat(n);
+        check("", &all);
+        // dense runs between clean stretches, so windows end at every kind of block
+        let mixed: String = (0..n)
+            .map(|i| match (i / 97) % 3 {
+                0 => 'x',
+                1 => '\u{1f}',
+                _ => rng.pick(&['"', 'é', '\n', 'q']),
+            })
+            .collect();
+        check("[", &mixed);
+    }
+}
