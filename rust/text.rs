@@ -220,7 +220,9 @@ fn escape_block<const TWICE: bool>(
         )
     };
     let mut m = q(0) | q(16) << 16 | q(32) << 32 | q(48) << 48;
-    if j + block_room(m.count_ones() as usize) > dst.len() {
+    // the most room first (no count of the escapes, which x86-64's baseline has no one
+    // instruction for), then the room of the block's escapes
+    if j + BLOCK_ROOM > dst.len() && j + block_room(m.count_ones() as usize) > dst.len() {
         return None;
     }
     let table = SEQ.get(usize::from(TWICE)).unwrap_or(&[0; 256]);
