@@ -279,8 +279,13 @@ fn escape_into<const TWICE: bool>(src: &[u8], dst: &mut [u8]) -> (usize, usize) 
     (i + rest.len(), j - (t - rest.len()))
 }
 
-/// An unsigned integer in decimal.
+/// An unsigned integer in decimal: in 64-bit arithmetic when it fits (a 128-bit division by
+/// 10 a digit is a multi-word multiply; the writers' integers, sequence numbers, offsets and
+/// token counts, all fit).
 pub fn write_u128(out: &mut Vec<u8>, mut n: u128) {
+    if let Ok(small) = u64::try_from(n) {
+        return write_u64(out, small);
+    }
     let mut buf = [0u8; 40];
     let mut i = buf.len();
     loop {
@@ -296,8 +301,20 @@ pub fn write_u128(out: &mut Vec<u8>, mut n: u128) {
     out.extend_from_slice(buf.get(i..).unwrap_or_default());
 }
 
-pub fn write_u64(out: &mut Vec<u8>, n: u64) {
-    write_u128(out, u128::from(n));
+pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(buf.get(i..).unwrap_or_default());
 }
 
 pub fn write_i128(out: &mut Vec<u8>, n: i128) {

@@ -1,7 +1,8 @@
-//! `text::write_str` and `text::write_str_twice` against a byte-by-byte reference, on strings
+//! `text::write_str` and `text::write_str_twice` against a char-by-char reference, on strings
 //! long enough for every path of the block escaper: the clean prefix, whole 64-byte blocks
 //! read with the 64 after them, the padded last < 128 bytes, the room windows of a long
-//! string and a block whose escapes do not fit the room given (retried with a block's most).
+//! string and a block whose escapes do not fit the room given (retried with a block's most);
+//! and the integer writers against `to_string`.
 
 use _native::text::{write_str, write_str_twice};
 
@@ -106,4 +107,37 @@ fn long_and_dense_strings_escape_like_the_reference() {
             .collect();
         check("[", &mixed);
     }
+}
+
+#[test]
+fn integers_are_decimal() {
+    use _native::text::{write_i128, write_u128, write_u64};
+    let mut cases: Vec<u128> = vec![0, 1, 9, 10, 99, 100, u128::from(u64::MAX), u128::MAX];
+    let mut p = 1u128;
+    while let Some(q) = p.checked_mul(10) {
+        cases.extend([p - 1, p, p + 1, q - 1]);
+        p = q;
+    }
+    cases.extend([u128::from(u64::MAX) + 1, u128::from(u64::MAX) - 1]);
+    for n in cases {
+        let mut out = Vec::new();
+        write_u128(&mut out, n);
+        assert_eq!(out, n.to_string().as_bytes());
+        if let Ok(small) = u64::try_from(n) {
+            out.clear();
+            write_u64(&mut out, small);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+        for signed in [i128::try_from(n).ok(), i128::try_from(n).ok().map(|x| -x)]
+            .into_iter()
+            .flatten()
+        {
+            out.clear();
+            write_i128(&mut out, signed);
+            assert_eq!(out, signed.to_string().as_bytes());
+        }
+    }
+    let mut out = Vec::new();
+    write_i128(&mut out, i128::MIN);
+    assert_eq!(out, i128::MIN.to_string().as_bytes());
 }
