@@ -3,7 +3,7 @@
 The dicts of one line share the objects of the values they repeat (a usage event's
 ``messageId`` and ``modelCallId``, the ``position`` and ``lineBytes`` of the line's events);
 values that only look alike (ids of one length, other bytes) stay apart, and every dict equals
-the reference twin's, also past the memo's eight strings and eight ints a line.
+the reference twin's, also past the memo's four strings and four ints a line.
 """
 
 from __future__ import annotations

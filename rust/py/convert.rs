@@ -349,7 +349,10 @@ pub fn line<'py>(
         (None, Shared::none())
     };
     let dialect = PyString::new(py, rec.dialect);
-    let mut memo = LineMemo::default();
+    let mut memo = LineMemo {
+        multi: rec.events.len() > 1,
+        ..LineMemo::default()
+    };
     for ev in &rec.events {
         let mut w = DictWriter {
             py,
@@ -363,6 +366,7 @@ pub fn line<'py>(
             dialect_str: rec.dialect,
             text: None,
             text_key: (0, 0),
+            seq: *seq,
         };
         fields::event(&mut w, sel, ev, rec, *seq)?;
         out.append(w.d)?;
@@ -372,7 +376,7 @@ pub fn line<'py>(
 }
 
 /// How many strings and how many ints one line's [`LineMemo`] holds.
-const MEMO: usize = 8;
+const MEMO: usize = 4;
 
 /// CPython's ints up to this one are made once, at start (`_PY_NSMALLPOSINTS`).
 const SMALL_INT_MAX: u64 = 256;
@@ -387,6 +391,8 @@ const SMALL_INT_MAX: u64 = 256;
 struct LineMemo<'py> {
     strs: [Option<((usize, usize), Bound<'py, PyString>)>; MEMO],
     ints: [Option<(u64, Bound<'py, PyAny>)>; MEMO],
+    /// whether the line has more than one event (else its ints are not kept)
+    multi: bool,
     /// the next slot to fill (past [`MEMO`] the first ones are overwritten in turn)
     next_str: usize,
     next_int: usize,
@@ -396,7 +402,7 @@ impl<'py> LineMemo<'py> {
     #[inline]
     fn str(&mut self, py: Python<'py>, s: &str) -> Bound<'py, PyString> {
         let key = (s.as_ptr() as usize, s.len());
-        for (k, obj) in self.strs.iter().flatten() {
+        for (k, obj) in self.strs.iter().take(self.next_str).flatten() {
             if *k == key {
                 return obj.clone();
             }
@@ -414,7 +420,7 @@ impl<'py> LineMemo<'py> {
         if n <= SMALL_INT_MAX {
             return n.into_bound_py_any(py);
         }
-        for (k, obj) in self.ints.iter().flatten() {
+        for (k, obj) in self.ints.iter().take(self.next_int).flatten() {
             if *k == n {
                 return Ok(obj.clone());
             }
@@ -476,6 +482,8 @@ struct DictWriter<'py, 'w> {
     /// of the string it was made from, for a value of the line that is that very string
     text: Option<Bound<'py, PyAny>>,
     text_key: (usize, usize),
+    /// the event's `seq`
+    seq: u64,
 }
 
 impl<'py> DictWriter<'py, '_> {
@@ -509,6 +517,8 @@ impl Writer for DictWriter<'_, '_> {
                 self.text_key = (text.as_ptr() as usize, text.len());
                 Ok(())
             }
+            // (an event's own `seq` is no other's; one event has no other to share with)
+            Val::UInt(n) if n == self.seq || !self.memo.multi => self.d.set_item(key, n),
             Val::UInt(n) => self.d.set_item(key, self.memo.uint(py, n)?),
             Val::Bool(b) => self.d.set_item(key, b),
             Val::Num(n) => self.d.set_item(key, num(py, n)?),
