@@ -68,6 +68,10 @@ pub struct KeyCache {
     values: Kept,
     /// The event dicts' template ([`event_template`]), made on first use.
     template: Option<Py<PyDict>>,
+    /// The last line's dialect name: its (address, length) (a `&'static str`: the same
+    /// address is the same name for good) and its string, one for every line of a stream
+    /// rather than one a line.
+    dialect: Option<((usize, usize), Py<PyString>)>,
 }
 
 type Kept = HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fx>>;
@@ -103,6 +107,20 @@ impl KeyCache {
             map: HashMap::default(),
             values: HashMap::default(),
             template: None,
+            dialect: None,
+        }
+    }
+
+    /// The string of dialect name `name`.
+    fn dialect<'py>(&mut self, py: Python<'py>, name: &'static str) -> Bound<'py, PyString> {
+        let key = (name.as_ptr() as usize, name.len());
+        match &self.dialect {
+            Some((k, s)) if *k == key => s.bind(py).clone(),
+            _ => {
+                let s = PyString::new(py, name);
+                self.dialect = Some((key, s.clone().unbind()));
+                s
+            }
         }
     }
 
@@ -348,7 +366,7 @@ pub fn line<'py>(
     } else {
         (None, Shared::none())
     };
-    let dialect = PyString::new(py, rec.dialect);
+    let dialect = keys.dialect(py, rec.dialect);
     let mut memo = LineMemo {
         multi: rec.events.len() > 1,
         ..LineMemo::default()
