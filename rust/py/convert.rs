@@ -393,6 +393,9 @@ pub fn line<'py>(
     Ok(())
 }
 
+/// A [`LineMemo`] slot: a value's key and its object.
+type Memo<'py, K, T> = Option<(K, Bound<'py, T>)>;
+
 /// How many strings and how many ints one line's [`LineMemo`] holds.
 const MEMO: usize = 4;
 
@@ -407,8 +410,8 @@ const SMALL_INT_MAX: u64 = 256;
 /// or its events, alive (and unchanged) until the line is done, so equal keys are equal bytes.
 #[derive(Default)]
 struct LineMemo<'py> {
-    strs: [Option<((usize, usize), Bound<'py, PyString>)>; MEMO],
-    ints: [Option<(u64, Bound<'py, PyAny>)>; MEMO],
+    strs: [Memo<'py, (usize, usize), PyString>; MEMO],
+    ints: [Memo<'py, u64, PyAny>; MEMO],
     /// whether the line has more than one event (else its ints are not kept)
     multi: bool,
     /// the next slot to fill (past [`MEMO`] the first ones are overwritten in turn)
