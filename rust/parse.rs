@@ -213,7 +213,7 @@ pub fn detach<'t>(v: &Value<'_>, text: &'t str) -> Result<Value<'t>, OutOfMemory
 pub struct Scratch {
     items: Vec<Value<'static>>,
     pairs: Vec<Pair<'static>>,
-    buf: Vec<u8>,
+    buf: String,
 }
 
 /// An empty vector of `U` in the allocation of `v` (the same type but for lifetimes): the
@@ -304,7 +304,7 @@ struct Parser<'a> {
     /// Where the containers' slices and the escaped strings go.
     bump: &'a Bump,
     /// The decoding buffer of escaped strings ([`Scratch::buf`]).
-    buf: Vec<u8>,
+    buf: String,
 }
 
 /// Returned (and ignored) when a budget stops the parse; `Parser::over` says which.
@@ -613,21 +613,19 @@ impl<'a> Parser<'a> {
 
     /// The rest of a string from `at`, the first quote, backslash or control byte after the
     /// opening quote at `start`, decoded ([`Parser::decode`]) into the scratch buffer, then
-    /// copied into the arena.
+    /// copied into the arena (decoding straight into the arena would need the string's length
+    /// first, or `bumpalo`'s `collections`; the copy is about 1 % of the lean Arrow path's time).
     #[inline(never)]
     fn escaped(&mut self, start: usize, at: usize) -> Result<Cow<'a, str>, JsonError> {
         let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         let r = self.decode(start, at, &mut buf);
         let out = match r {
-            // the runs are whole chars (cut before ASCII bytes only) and each escape is the
-            // UTF-8 of a char, so this check always passes: it is what makes the bytes a `str`
-            // without `unsafe`
-            Ok(n) => match simdutf8::basic::from_utf8(buf.get(..n).unwrap_or_default()) {
-                Ok(s) => match self.bump.try_alloc_str(s) {
-                    Ok(s) => Ok(Cow::Borrowed(&*s)),
-                    Err(_) => Err(self.out_of_memory(OutOfMemory { requested: n })),
-                },
-                Err(_) => Err(self.err("invalid UTF-8 in string", start)),
+            Ok(()) => match self.bump.try_alloc_str(&buf) {
+                Ok(s) => Ok(Cow::Borrowed(&*s)),
+                Err(_) => Err(self.out_of_memory(OutOfMemory {
+                    requested: buf.len(),
+                })),
             },
             Err(e) => Err(e),
         };
@@ -635,36 +633,34 @@ impl<'a> Parser<'a> {
         out
     }
 
-    /// [`Parser::escaped`]'s decoding, into `buf` from its start; returns the decoded length.
-    /// `buf` is used as a slice (its bytes beyond what a string wrote are left over from
-    /// others): made at least the rest of the line long (a string decodes to no more bytes than
-    /// its text has) plus a block, it grows about once per stream. Each escape is decoded, then
-    /// the run of plain bytes after it copied and scanned at once ([`copy_run`]).
-    fn decode(&mut self, start: usize, at: usize, buf: &mut Vec<u8>) -> Result<usize, JsonError> {
+    /// [`Parser::escaped`]'s decoding, appended to `buf` (empty): the runs of plain bytes
+    /// between escapes are pushed as the `&str` slices of the line they are (both ends at an
+    /// ASCII byte, so at char boundaries), each escape as its `char`, so the result is a `str`
+    /// as built, with no UTF-8 check over it. Decoding into bytes (16-byte block copies) and
+    /// then checking them with `simdutf8` cost fewer instructions but more time (claude corpus,
+    /// `parse` path, task-clock of 10 rounds: 87-90 ms against 84-86 ms here, the check
+    /// 5-6 % of the path's time). `buf` gets room for the rest of the line first (a string
+    /// decodes to no more bytes than its text has), so pushing never reallocates: it grows
+    /// about once per stream, and an allocation failure is an `OutOfMemory`.
+    fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
         let b = self.b;
-        let need = (b.len() - start).saturating_add(BLOCK);
-        if buf.len() < need {
-            self.grow(buf, need)?;
+        let s = self.s;
+        let need = b.len().saturating_sub(start);
+        if buf.capacity() < need {
+            self.room(buf, need)?;
         }
-        let out = buf.as_mut_slice();
         let unterminated = JsonError {
             message: "unterminated string",
             offset: start,
         };
-        // the first run, before `at`
-        let first = b.get(start + 1..at).unwrap_or_default();
-        if let Some(dst) = out.get_mut(..first.len()) {
-            dst.copy_from_slice(first);
-        }
-        let mut o = first.len();
+        buf.push_str(s.get(start + 1..at).unwrap_or_default());
         let mut i = at;
         loop {
-            // `b[i]` is a special byte: an escape, the end, or an error
             match b.get(i) {
                 Some(b'\\') => {}
                 Some(b'"') => {
                     self.i = i + 1;
-                    return Ok(o);
+                    return Ok(());
                 }
                 None => return Err(unterminated),
                 Some(_) => return Err(self.err("control character in string", i)),
@@ -674,18 +670,14 @@ impl<'a> Parser<'a> {
             };
             let short = short_escape(e);
             if short != 0 {
-                if let Some(d) = out.get_mut(o) {
-                    *d = short;
-                }
-                o += 1;
+                buf.push(char::from(short));
                 i += 2;
             } else if e == b'u' {
-                (i, o) = self.u_escape(out, o, i)?;
+                let (next, ch) = self.u_escape(i)?;
+                buf.push(ch);
+                i = next;
             } else if e == b'/' {
-                if let Some(d) = out.get_mut(o) {
-                    *d = b'/';
-                }
-                o += 1;
+                buf.push('/');
                 i += 2;
                 self.canon = false;
             } else {
@@ -694,38 +686,23 @@ impl<'a> Parser<'a> {
                     offset: i,
                 });
             }
-            let n = copy_run(
-                b.get(i..).unwrap_or_default(),
-                out.get_mut(o..).unwrap_or_default(),
-            );
-            i += n;
-            o += n;
+            let j = run_end(b, i);
+            buf.push_str(s.get(i..j).unwrap_or_default());
+            i = j;
         }
     }
 
-    /// `buf` made `need` bytes long (zeros added).
+    /// Room for `need` bytes in `buf` (empty).
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, buf: &mut Vec<u8>, need: usize) -> Result<(), JsonError> {
-        match OutOfMemory::reserve(buf, need.saturating_sub(buf.len())) {
-            Ok(()) => {
-                buf.resize(need, 0);
-                Ok(())
-            }
-            Err(e) => Err(self.out_of_memory(e)),
-        }
+    fn room(&mut self, buf: &mut String, need: usize) -> Result<(), JsonError> {
+        OutOfMemory::reserve_str(buf, need).map_err(|e| self.out_of_memory(e))
     }
 
-    /// Write the UTF-8 of the char of the `\\uXXXX` escape at `at` into `out` at `o` (a
-    /// surrogate pair is one char, a lone surrogate U+FFFD, counted); returns the indexes after
-    /// it in the line and in `out`.
+    /// The char of the `\\uXXXX` escape at `at` (a surrogate pair is one char, a lone
+    /// surrogate U+FFFD, counted) and the index after it in the line.
     #[inline(never)]
-    fn u_escape(
-        &mut self,
-        out: &mut [u8],
-        o: usize,
-        at: usize,
-    ) -> Result<(usize, usize), JsonError> {
+    fn u_escape(&mut self, at: usize) -> Result<(usize, char), JsonError> {
         let Some(c) = hex4(self.b, at + 2) else {
             return Err(JsonError {
                 message: "invalid \\u escape",
@@ -756,12 +733,7 @@ impl<'a> Parser<'a> {
             self.repairs += 1; // a lone low surrogate
             '\u{FFFD}'
         };
-        let mut utf8 = [0; 4];
-        let bytes = ch.encode_utf8(&mut utf8).as_bytes();
-        if let Some(dst) = out.get_mut(o..o + bytes.len()) {
-            dst.copy_from_slice(bytes);
-        }
-        Ok((i, o + bytes.len()))
+        Ok((i, ch))
     }
 
     fn enter(&mut self) -> Result<(), JsonError> {
@@ -1014,45 +986,6 @@ fn first_special(block: &[u8; BLOCK]) -> usize {
     8 + special_bits(word(hi)).trailing_zeros() as usize / 8
 }
 
-/// Copy the run of plain bytes at the start of `src` into `dst` (at least as long, plus
-/// [`BLOCK`] bytes: bytes after the run may be copied too) and return its length (`src.len()`
-/// when `src` has no special byte): 16 bytes at a time, each block copied whole and tested as
-/// [`scan_str`] tests it ([`any_special`]: compares and `pmovmskb`), the block that ends the
-/// run searched with [`first_special`]'s SWAR words, so a run costs a few instructions a block
-/// and no `memcpy` call (most runs after an escape are shorter than a block). The block's
-/// flags as one `u128` (0xff a special byte, the index from its trailing zeros) took fewer
-/// instructions but more time: LLVM moved the flags through the stack to test them, and the
-/// loop's exit waited on that round trip (claude corpus, `parse` path: 104 ms for 10 rounds
-/// against 87 ms now, 9.3 against 10.1 instructions a byte).
-#[inline(always)]
-fn copy_run(src: &[u8], dst: &mut [u8]) -> usize {
-    let mut n = 0;
-    while let (Some(s), Some(d)) = (src.get(n..n + BLOCK), dst.get_mut(n..n + BLOCK)) {
-        d.copy_from_slice(s);
-        let Ok(block) = <&[u8; BLOCK]>::try_from(s) else {
-            break;
-        };
-        if any_special(block) {
-            return n + first_special(block);
-        }
-        n += BLOCK;
-    }
-    n + copy_tail(
-        src.get(n..).unwrap_or_default(),
-        dst.get_mut(n..).unwrap_or_default(),
-    )
-}
-
-/// [`copy_run`] byte by byte (the line's last bytes).
-#[inline(never)]
-fn copy_tail(src: &[u8], dst: &mut [u8]) -> usize {
-    let n = scan_str(src, 0);
-    if let (Some(s), Some(d)) = (src.get(..n), dst.get_mut(..n)) {
-        d.copy_from_slice(s);
-    }
-    n
-}
-
 /// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none).
 ///
 /// Each 16-byte block is first tested as a whole, branch-free (LLVM lowers the fold to SSE2
@@ -1060,7 +993,14 @@ fn copy_tail(src: &[u8], dst: &mut [u8]) -> usize {
 /// and sonic-rs do with intrinsics; the block that has one is searched with a SWAR mask, and
 /// the last bytes of the line byte by byte.
 #[inline]
-fn scan_str(b: &[u8], mut i: usize) -> usize {
+fn scan_str(b: &[u8], i: usize) -> usize {
+    run_end(b, i)
+}
+
+/// [`scan_str`], always inlined (the decoding loop of escaped strings: the run after an escape
+/// is often longer than [`next_special`]'s first word, and a call per run cost 3-4 % there).
+#[inline(always)]
+fn run_end(b: &[u8], mut i: usize) -> usize {
     while let Some(block) = b.get(i..i + BLOCK) {
         let Ok(block) = <&[u8; BLOCK]>::try_from(block) else {
             break;
