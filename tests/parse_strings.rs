@@ -1,10 +1,10 @@
-//! The parser's string decoding (`rust/parse.rs`: `escaped`, `decode`, `copy_run`) against a
+//! The parser's string decoding (`rust/parse.rs`: `escaped`, `decode`, `run_end`) against a
 //! byte-by-byte reference written here: decoded text, error and offset, lone surrogates
 //! repaired and whether the line stays canonical, on strings of escapes and runs of every
 //! length around the decoder's word (8) and block (16) steps, with text after the string and
 //! at the line's end.
 
-use _native::parse::parse_line;
+use _native::parse::{parse_line, parse_line_in, Scratch};
 
 /// What the reference makes of the string whose opening quote is at `q`.
 #[derive(Debug, PartialEq)]
@@ -230,5 +230,25 @@ fn long_runs_around_the_block_steps() {
                 check(&line, 1);
             }
         }
+    }
+}
+
+#[test]
+fn one_scratch_buffer_across_lines_of_every_size() {
+    // the decoding buffer is kept from line to line and grown to the longest line's rest: lines
+    // that grow, shrink and grow again decode as a fresh parse of each does
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut scratch = Scratch::default();
+    for k in 0..400 {
+        let bump = bumpalo::Bump::new();
+        let n = if k % 3 == 0 { 1 + k * 7 } else { 1 + k % 5 };
+        let strings: Vec<String> = (0..n)
+            .map(|_| format!("\"{}\\n\"", body(&mut rng)))
+            .collect();
+        let line = format!("[{}]", strings.join(","));
+        let fresh = parse_line(&line, 1024, usize::MAX).map(|l| (l.value, l.repairs));
+        let reused = parse_line_in(&line, &bump, &mut scratch, 1024, usize::MAX, true)
+            .map(|l| (l.value, l.repairs));
+        assert_eq!(reused, fresh, "{line}");
     }
 }
