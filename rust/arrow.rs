@@ -708,6 +708,9 @@ pub struct ArrowSink {
 /// The text room a builder of [`Col::new`] starts with (arrow-rs's default: 1 KiB).
 const DEFAULT_ROOM: usize = 1024;
 
+/// The least rows [`ArrowSink::presize`] gives a presized column (8 KiB of offsets).
+const PRESIZE_ROWS: usize = 1024;
+
 /// The columns' room is first looked at after this share of the expected input...
 const FIRST_LOOK_SHARE: usize = 32;
 /// ...but not before this many bytes (the densities of a few lines say little), nor after
@@ -799,9 +802,15 @@ impl ArrowSink {
             .expected
             .saturating_add(self.expected / 4)
             .min(BATCH_BYTES);
-        // a row a line at the least (64 bytes: `{"type":"x"}` and an event's worth of keys);
-        // room never written is never touched
-        let rows = (bytes / 64).min(self.batch_rows);
+        // a row per KiB (lean claude 1.9, mixed 2.4), at least twice what the input before
+        // the first look holds at a row a line of 64 bytes (`{"type":"x"}` and an event's
+        // worth of keys): that look gives the rest ([`ArrowSink::regrow`]). Not a row per 64
+        // bytes up front: that reserve (1.3 MiB of offsets for 8 MiB) was untouched but for
+        // its first pages, fresh memory faulted in (under THP, 2 MiB zeroed at a time)
+        let rows = (bytes / 1024)
+            .max(PRESIZE_ROWS)
+            .min(bytes / 64)
+            .min(self.batch_rows);
         if bytes > 0 && self.rows == 0 {
             for i in self.big.into_iter().flatten() {
                 if let Some(c) = self.cols.get_mut(i) {
@@ -827,16 +836,21 @@ impl ArrowSink {
 
     /// Room in each text column for the rest of the batch, projected from what its input so
     /// far put there ([`Col::make_room`]; only a column whose projected text is well above its
-    /// room); the next look at four times the input.
+    /// room, or that has cells and room for fewer rows than the batch projects); the next look
+    /// at four times the input.
     fn regrow(&mut self) {
         self.look_at = self.seen.saturating_mul(4);
         let input = self.batch_input();
         let rows = project(self.rows, input, self.seen).min(self.batch_rows);
         for c in &mut self.cols {
             let bytes = project(c.b.text_len(), input, self.seen);
-            if bytes > c.room_bytes.saturating_add(c.room_bytes / 2) {
+            let few_rows = match &c.b {
+                Col::Str(b) => b.b.len() > 0 && b.rows_cap < rows,
+                _ => false,
+            };
+            if few_rows || bytes > c.room_bytes.saturating_add(c.room_bytes / 2) {
                 c.b.make_room(rows, bytes);
-                c.room_bytes = bytes;
+                c.room_bytes = c.room_bytes.max(bytes);
             }
         }
     }
