@@ -282,23 +282,20 @@ fn escape_into<const TWICE: bool>(src: &[u8], dst: &mut [u8]) -> (usize, usize) 
 /// An unsigned integer in decimal: in 64-bit arithmetic when it fits (a 128-bit division by
 /// 10 a digit is a multi-word multiply; the writers' integers, sequence numbers, offsets and
 /// token counts, all fit).
-pub fn write_u128(out: &mut Vec<u8>, mut n: u128) {
-    if let Ok(small) = u64::try_from(n) {
-        return write_u64(out, small);
-    }
-    let mut buf = [0u8; 40];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        if let Some(slot) = buf.get_mut(i) {
-            *slot = b'0' + (n % 10) as u8;
-        }
-        n /= 10;
-        if n == 0 || i == 0 {
-            break;
+pub fn write_u128(out: &mut Vec<u8>, n: u128) {
+    const TEN_19: u128 = 10_000_000_000_000_000_000;
+    match u64::try_from(n) {
+        Ok(small) => write_u64(out, small),
+        // beyond 64 bits (a line's big integers only): the digits above the last 19, then
+        // those 19 (below 10^19, so 64-bit), zero-padded
+        Err(_) => {
+            write_u128(out, n / TEN_19);
+            let start = out.len();
+            write_u64(out, u64::try_from(n % TEN_19).unwrap_or_default());
+            let pad = 19usize.saturating_sub(out.len() - start);
+            out.splice(start..start, std::iter::repeat_n(b'0', pad));
         }
     }
-    out.extend_from_slice(buf.get(i..).unwrap_or_default());
 }
 
 pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
