@@ -2,7 +2,8 @@
 //! long enough for every path of the block escaper: the clean prefix, whole 64-byte blocks
 //! read with the 64 after them, the padded last < 128 bytes, the room windows of a long
 //! string and a block whose escapes do not fit the room given (retried with a block's most);
-//! and the integer writers against `to_string`.
+//! clean text with one escape at every place around the block and word sizes; and the
+//! integer writers against `to_string`.
 
 use _native::text::{write_str, write_str_twice};
 
@@ -106,6 +107,100 @@ fn long_and_dense_strings_escape_like_the_reference() {
             })
             .collect();
         check("[", &mixed);
+    }
+}
+
+/// `write_str` alone.
+fn s(x: &str) -> String {
+    let mut out = Vec::new();
+    write_str(&mut out, x);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// `write_str_twice`, made the JSON string it is part of (as the JSONL writer does).
+fn twice(x: &str) -> String {
+    let mut out = b"\"".to_vec();
+    write_str_twice(&mut out, x);
+    out.push(b'"');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[test]
+fn fast_escape_equals_the_byte_table() {
+    // the worst cases of the 8-byte stores: runs of controls (6 bytes out each) before
+    // a clean byte, at every offset
+    for n in 0..40 {
+        for tail in ["", "a", "ab", "\"", "é"] {
+            let x = "\u{1}".repeat(n) + tail;
+            assert_eq!(s(&x), naive(&x), "{x:?}");
+            let y = "a".repeat(n % 9) + &x;
+            assert_eq!(s(&y), naive(&y), "{y:?}");
+        }
+    }
+    // escapes denser than the room grown for them (a quarter of the text): many rounds,
+    // each stopping at a word or byte boundary wherever the room ends
+    for n in [6151, 6152, 6153, 6160] {
+        let big = "\u{1}".repeat(n) + "xyz\"";
+        assert_eq!(s(&big), naive(&big));
+        let mixed = "ab\"".repeat(n / 3) + &"\u{1f}".repeat(n % 97) + "é";
+        assert_eq!(s(&mixed), naive(&mixed));
+    }
+    let alphabet: Vec<char> = (0u32..0x80)
+        .filter_map(char::from_u32)
+        .chain(['é', '€', '𝄞', '\u{2028}'])
+        .collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for len in 0..64 {
+        for _ in 0..40 {
+            let x: String = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let k = (seed % 8) as usize;
+                    // mostly plain letters, so runs of clean words occur
+                    if k < 5 {
+                        'a'
+                    } else {
+                        alphabet
+                            .get((seed >> 8) as usize % alphabet.len())
+                            .copied()
+                            .unwrap_or('a')
+                    }
+                })
+                .collect();
+            assert_eq!(s(&x), naive(&x), "{x:?}");
+            assert_eq!(twice(&x), s(&s(&x)), "{x:?}");
+        }
+    }
+    for n in 0..40 {
+        for tail in ["", "a", "\"", "\\", "é"] {
+            let x = "\u{1}".repeat(n) + tail;
+            assert_eq!(twice(&x), s(&s(&x)), "{x:?}");
+            let y = "\"".repeat(n) + &"\n".repeat(n % 9) + tail;
+            assert_eq!(twice(&y), s(&s(&y)), "{y:?}");
+        }
+    }
+    for n in [6151, 6152, 6160] {
+        let big = "\u{1}\"".repeat(n) + "xyz";
+        assert_eq!(twice(&big), s(&s(&big)));
+    }
+    // clean 16-byte blocks copied whole: one escape (or a byte >= 0x80 next to one) at
+    // every place of clean text of every length around the block and word sizes
+    let clean = "abcdefgh\u{7f}é~ ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for len in 0..48 {
+        let base: String = clean.chars().cycle().take(len).collect();
+        for at in 0..=base.chars().count() {
+            for c in [
+                '"', '\\', '\n', '\u{1}', '\u{1f}', ' ', '#', '[', ']', '\u{80}',
+            ] {
+                let mut x: String = base.chars().take(at).collect();
+                x.push(c);
+                x.extend(base.chars().skip(at));
+                assert_eq!(s(&x), naive(&x), "{x:?}");
+                assert_eq!(twice(&x), s(&s(&x)), "{x:?}");
+            }
+        }
     }
 }
 
