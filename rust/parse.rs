@@ -686,6 +686,11 @@ impl<'a> Parser<'a> {
                     offset: i,
                 });
             }
+            // an escape right after the escape (a sixth of the runs after an escape in claude's
+            // content are empty): no block scanned or pushed, no wait on a block's mask
+            if b.get(i) == Some(&b'\\') {
+                continue;
+            }
             i = push_run(buf, s, i);
         }
     }
