@@ -1031,6 +1031,25 @@ fn run_end(b: &[u8], mut i: usize) -> usize {
 /// `buf` needs room for 16 bytes beyond the decoded string (it has the rest of the line's).
 #[inline(always)]
 fn push_run(buf: &mut String, s: &str, mut i: usize) -> usize {
+    // the block's first word tested on its own first (SWAR, no vector compare): most runs end
+    // in it (on claude, 3 in 5 of the runs after an escape are 1-7 bytes)
+    if let Some(chunk) = s.get(i..i + BLOCK) {
+        let word = chunk.as_bytes().first_chunk::<8>().copied();
+        let m = special_bits(u64::from_le_bytes(word.unwrap_or_default()));
+        if m != 0 {
+            let k = m.trailing_zeros() as usize / 8;
+            let len = buf.len();
+            buf.push_str(chunk);
+            if buf.is_char_boundary(len + k) {
+                buf.truncate(len + k);
+                return i + k;
+            }
+            // not reached, as below
+            while buf.len() > len {
+                buf.pop();
+            }
+        }
+    }
     while let Some(chunk) = s.get(i..i + BLOCK) {
         let Ok(block) = <&[u8; BLOCK]>::try_from(chunk.as_bytes()) else {
             break;
