@@ -615,6 +615,10 @@ impl<'a> Parser<'a> {
     /// opening quote at `start`, decoded ([`Parser::decode`]) into the scratch buffer, then
     /// copied into the arena (decoding straight into the arena would need the string's length
     /// first, or `bumpalo`'s `collections`; the copy is about 1 % of the lean Arrow path's time).
+    /// Without `unsafe` and without that feature, bytes in the arena are a `str` only through
+    /// a copy of a `str` or a UTF-8 check: any arena buffer decoded into as bytes must be
+    /// initialised, then checked, which costs what the copy does (claude's escaped strings are
+    /// few and long, ~1,700 of 4 KB a 8 MB corpus, so the copy runs at memcpy's speed).
     #[inline(never)]
     fn escaped(&mut self, start: usize, at: usize) -> Result<Cow<'a, str>, JsonError> {
         let mut buf = std::mem::take(&mut self.buf);
@@ -639,9 +643,15 @@ impl<'a> Parser<'a> {
     /// as built, with no UTF-8 check over it. Decoding into bytes (16-byte block copies) and
     /// then checking them with `simdutf8` cost fewer instructions but more time (claude corpus,
     /// `parse` path, task-clock of 10 rounds: 87-90 ms against 84-86 ms here, the check
-    /// 5-6 % of the path's time). `buf` gets room for the rest of the line first (a string
-    /// decodes to no more bytes than its text has), so pushing never reallocates: it grows
-    /// about once per stream, and an allocation failure is an `OutOfMemory`.
+    /// 5-6 % of the path's time). The runs are pushed by [`push_run`] in 16-byte blocks cut
+    /// back to the run's end (a `memcpy` call per run was 4-5 % of the parse's time). Tried and
+    /// dropped: keeping the special bytes of the current 8-byte window as an exact SWAR mask,
+    /// so that the next special byte after a short run is a mask and a `trailing_zeros`
+    /// without a load at the run's start (shorter dependency chain per escape): more
+    /// instructions (10.6 -> 12.0 a byte on claude) and 3-10 % more time, the window missing
+    /// too often. `buf` gets room for the rest of the line first (a string decodes to no more
+    /// bytes than its text has), so pushing never reallocates: it grows about once per
+    /// stream, and an allocation failure is an `OutOfMemory`.
     fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
         let b = self.b;
         let s = self.s;
