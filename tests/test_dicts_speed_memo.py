@@ -86,3 +86,62 @@ def test_lines_do_not_share_values_that_differ() -> None:
         "msg_01BBBBBBBBBBBBBBBBBBBBBB",
         "msg_01BBBBBBBBBBBBBBBBBBBBBB",
     ]
+
+
+# --- the values of a low-cardinality field across lines (convert.rs ``Slot``) ---
+
+
+def user_text(text: str, session: str, cwd: str) -> bytes:
+    line = {
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "session_id": session,
+        "cwd": cwd,
+    }
+    return json.dumps(line).encode() + b"\n"
+
+
+def init(session: str, cwd: str, model: str) -> bytes:
+    line = {
+        "type": "system",
+        "subtype": "init",
+        "session_id": session,
+        "cwd": cwd,
+        "model": model,
+    }
+    return json.dumps(line).encode() + b"\n"
+
+
+@pytest.mark.parametrize("fields", [None, "lean"])
+def test_many_values_of_a_repeating_field_equal_the_reference(fields: str | None) -> None:
+    # more sessions, cwds and models than a field's slot holds (8), cycling, of one length and
+    # of others, some past what the slot keeps (256 bytes) and past the kept map's 48
+    sessions = [f"2fac7ddd-70a0-4be9-87fa-{i:012d}" for i in range(11)] + ["s", "é" * 3]
+    cwds = [f"/home/u/{'p' * (i * 29)}" for i in range(13)]
+    models = [f"claude-{i % 5}" for i in range(13)]
+    lines = []
+    for round_ in range(3):
+        for i, (s, c, m) in enumerate(zip(sessions, cwds, models, strict=True)):
+            j = (i * 5 + round_) % len(sessions)
+            lines.append(init(sessions[j], c, m))
+            lines.append(user_text(f"hi {i}", s, cwds[j]))
+            lines.append(assistant([{"type": "text", "text": "ok"}, *tool_uses(i % 3)]))
+    data = b"".join(lines)
+    got = checkfu_fast.normalize(data, "claude", fields=fields)
+    assert got == reference.normalize(data, "claude", fields=fields)
+    assert {e["sessionId"] for e in got if "sessionId" in e} == set(sessions) | {
+        "2fac7ddd-70a0-4be9-87fa-640d3f33eaf2"
+    }
+    assert {e["cwd"] for e in got if "cwd" in e} == set(cwds)
+
+
+def test_a_sessions_repeated_values_are_one_object_across_lines() -> None:
+    cwd = "/home/u/" + "project/" * 12  # past the kept map's 48 bytes, within the slot's 256
+    data = init("sess-1", cwd, "claude-a") + b"".join(
+        user_text(f"hi {i}", "sess-1", cwd) for i in range(5)
+    )
+    got = checkfu_fast.normalize(data, "claude", fields="lean")
+    assert got == reference.normalize(data, "claude", fields="lean")
+    assert len({id(e["sessionId"]) for e in got}) == 1
+    assert len({id(e["kind"]) for e in got if e["kind"] == "message"}) == 1
+    assert len({id(e["cwd"]) for e in got if "cwd" in e}) == 1

@@ -72,7 +72,41 @@ pub struct KeyCache {
     /// address is the same name for good) and its string, one for every line of a stream
     /// rather than one a line.
     dialect: Option<((usize, usize), Py<PyString>)>,
+    /// Per string field, whether it [`repeats`] and its last values' strings ([`Slot`]).
+    slots: Vec<Slot>,
 }
+
+/// A string field's [`Slot`] in [`KeyCache::slots`]: its (static) address over the size of a
+/// [`Field`], modulo this (the rows of one table are consecutive: distinct slots; two tables'
+/// rows that meet in a slot only take it from each other, at the cost of a lookup).
+const SLOTS: usize = 128;
+
+/// What one string field gave: whether it [`repeats`] (found once by its name, not by
+/// comparing it with the 22 names on every value) and, if so, up to [`SLOT_WAYS`] of the
+/// values it gave last and their strings. A session's events give such a field a few values
+/// again and again (`kind`, `subtype`, `sessionId`, `nativeType`, `model`...): a scan of a few
+/// lengths, then one comparison, not a hash and a lookup in [`KeyCache::values`].
+#[derive(Default)]
+struct Slot {
+    /// the field's address (0: none yet)
+    field: usize,
+    repeats: bool,
+    seen: Vec<Seen>,
+    /// the entry of `seen` a new value takes once it is full (in turn)
+    next: usize,
+}
+
+/// A value a [`Slot`]'s field gave and its string.
+struct Seen {
+    value: String,
+    obj: Py<PyString>,
+}
+
+/// How many values a [`Slot`] holds (the bench corpora's `kind`s and `subtype`s: 5 and 9).
+const SLOT_WAYS: usize = 8;
+
+/// The longest value a [`Slot`] keeps (a longer one is the map's business: [`kept`]).
+const SLOT_VALUE_MAX: usize = 256;
 
 type Kept = HashMap<String, Py<PyString>, std::hash::BuildHasherDefault<Fx>>;
 
@@ -108,7 +142,71 @@ impl KeyCache {
             values: HashMap::default(),
             template: None,
             dialect: None,
+            slots: Vec::new(),
         }
+    }
+
+    /// The string for value `s` of string field `f`: if `f` [`repeats`], the one its [`Slot`]
+    /// holds for `s`, else the one kept for `s` (then also in the slot); otherwise the line's
+    /// ([`LineMemo::str`]).
+    #[inline]
+    fn field_str<'py>(
+        &mut self,
+        py: Python<'py>,
+        f: &'static Field,
+        s: &str,
+        memo: &mut LineMemo<'py>,
+    ) -> Bound<'py, PyString> {
+        let addr = std::ptr::from_ref(f) as usize;
+        if self.slots.is_empty() {
+            // (no room: every field a miss, as if it had no slot)
+            if self.slots.try_reserve_exact(SLOTS).is_ok() {
+                self.slots.resize_with(SLOTS, Slot::default);
+            }
+        }
+        let i = (addr / std::mem::size_of::<Field>().max(1)) % SLOTS;
+        let Some(slot) = self.slots.get_mut(i) else {
+            return if repeats(f) {
+                kept(&mut self.values, py, s)
+            } else {
+                memo.str(py, s)
+            };
+        };
+        if slot.field != addr {
+            slot.field = addr;
+            slot.repeats = repeats(f);
+            slot.seen.clear();
+            slot.next = 0;
+        }
+        if !slot.repeats {
+            return memo.str(py, s);
+        }
+        let len = s.len();
+        for seen in &slot.seen {
+            if seen.value.len() == len && seen.value.as_bytes() == s.as_bytes() {
+                return seen.obj.bind(py).clone();
+            }
+        }
+        let obj = kept(&mut self.values, py, s);
+        if len <= SLOT_VALUE_MAX {
+            let mut value = String::new();
+            if value.try_reserve_exact(len).is_ok() {
+                value.push_str(s);
+                let seen = Seen {
+                    value,
+                    obj: obj.clone().unbind(),
+                };
+                if slot.seen.len() < SLOT_WAYS {
+                    if slot.seen.try_reserve(SLOT_WAYS).is_ok() {
+                        slot.seen.push(seen);
+                    }
+                } else if let Some(old) = slot.seen.get_mut(slot.next % SLOT_WAYS) {
+                    *old = seen;
+                    slot.next = slot.next.wrapping_add(1);
+                }
+            }
+        }
+        obj
     }
 
     /// The string of dialect name `name`.
@@ -122,11 +220,6 @@ impl KeyCache {
                 s
             }
         }
-    }
-
-    /// The string for value `s` of a field that [`repeats`].
-    fn value<'py>(&mut self, py: Python<'py>, s: &str) -> Bound<'py, PyString> {
-        kept(&mut self.values, py, s)
     }
 
     /// A new event dict: a copy of [`event_template`].
@@ -526,8 +619,9 @@ impl Writer for DictWriter<'_, '_> {
         match v {
             Val::Str(s) if std::ptr::eq(s, self.dialect_str) => self.d.set_item(key, self.dialect),
             Val::Str(s) if std::ptr::eq(s, V) => self.d.set_item(key, intern!(py, V)),
-            Val::Str(s) if repeats(f) => self.d.set_item(key, self.keys.value(py, s)),
-            Val::Str(s) => self.d.set_item(key, self.memo.str(py, s)),
+            Val::Str(s) => self
+                .d
+                .set_item(key, self.keys.field_str(py, f, s, self.memo)),
             Val::Text(text) => {
                 let obj = match self.shared.get((text.as_ptr() as usize, text.len())) {
                     Some(obj) if !text.is_empty() => obj.clone(),
