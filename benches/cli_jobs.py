@@ -14,7 +14,10 @@
    size into a child's ``ru_maxrss`` (up to the parent's own, the "driver" floor printed
    beside); the memory table runs first, before the speed rounds load the corpora here.
 
-``uptime`` is printed before and after: the machine's load is part of every number.
+The children run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` dropped from their
+environment), as an installed package runs: without its ``.pyc`` files every start compiles the
+package's modules again (``import checkfu_fast.cli`` 108 against 55 ms), a serial part no user
+pays. ``uptime`` is printed before and after: the machine's load is part of every number.
 """
 
 from __future__ import annotations
@@ -39,11 +42,18 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+#: The children's environment: bytecode written and read, as an installed package's.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(args: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of ``python -m checkfu_fast ARGS`` in a fresh process."""
     t = time.perf_counter()
     p = subprocess.Popen(
-        [sys.executable, "-m", "checkfu_fast", *args], stdout=stdout, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "checkfu_fast", *args],
+        stdout=stdout,
+        stderr=subprocess.DEVNULL,
+        env=ENV,
     )
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
@@ -53,7 +63,7 @@ def run(args: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float
 
 
 def floor_rss() -> float:
-    p = subprocess.Popen([sys.executable, "-c", "import checkfu_fast"])
+    p = subprocess.Popen([sys.executable, "-c", "import checkfu_fast"], env=ENV)
     _, _, usage = os.wait4(p.pid, 0)
     return usage.ru_maxrss / 1024
 
@@ -157,6 +167,7 @@ def speed(root: Path, rounds: int) -> None:
     mb = sum(f.stat().st_size for f in files) / 1e6
     paths = [str(f) for f in files]
     hash_files(files, 1)  # the page cache warm for everyone
+    run(["normalize", "--jobs", "2", *paths])  # the package's .pyc files written
     t = best(
         rounds,
         {
