@@ -69,6 +69,45 @@ def test_errors_exit_nonzero() -> None:
     assert b"does-not-exist.jsonl" in missing.stderr
 
 
+#: Runs ``checkfu-fast ARGS`` in this process (``cli.main``, the command line's argv), then
+#: prints which of the package's heavier modules it imported.
+IMPORTED = (
+    "import sys\n"
+    "from checkfu_fast import cli\n"
+    "status = cli.main()\n"
+    "heavy = ('checkfu_fast.reference', 'checkfu_fast.report', 'checkfu_fast.export')\n"
+    "print(sorted(m for m in sys.modules if m in heavy), status, file=sys.stderr)\n"
+)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_normalize_imports_neither_the_twin_nor_report_nor_export(jobs: str) -> None:
+    """The command's start: the options are checked by the core, the parser leaves report's
+    and export's options (and modules) to their own commands; the output is the same."""
+    args = ["normalize", "--jobs", jobs, str(SAMPLE), str(SAMPLE)]
+    res = subprocess.run([sys.executable, "-c", IMPORTED, *args], capture_output=True, check=False)
+    assert res.stderr.decode().strip() == "[] 0"
+    assert res.stdout == run(*args).stdout == run(*args, "--reference").stdout
+    for bad, field in (("--max-depth", "0"), ("--max-nodes", "-1"), ("--fields", "nope")):
+        err = run("normalize", "--jobs", jobs, bad, field, str(SAMPLE))
+        assert (err.returncode, err.stdout) == (2, b"")
+        ref = run("normalize", "--jobs", jobs, "--reference", bad, field, str(SAMPLE))
+        assert err.stderr == ref.stderr  # the core's message is the twin's
+
+
+def test_report_and_export_still_take_their_options() -> None:
+    for command in ("report", "export"):
+        res = run(command, "--help")
+        assert res.returncode == 0 and b"--dialect" in res.stdout, res.stderr
+    assert b"--by" in run("report", "--help").stdout
+    session = ROOT / "docs" / "examples-sessions" / "claude-session.jsonl"
+    args = ["report", "--json", "--no-cache", "--tz", "UTC", "--by", "model", str(session)]
+    res = subprocess.run([sys.executable, "-c", IMPORTED, *args], capture_output=True, check=False)
+    assert json.loads(res.stdout) == json.loads(run(*args).stdout)
+    assert json.loads(res.stdout)["rows"]  # the claude session's models
+    assert "'checkfu_fast.report'" in res.stderr.decode()
+
+
 def test_golden_command(tmp_path: Path) -> None:
     ok = run("golden", str(ROOT / "vectors" / "events"))
     assert ok.returncode == 0, ok.stdout.decode()

@@ -31,8 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from . import CheckfuError, Normalizer, __version__, _native, report
-from .export._cli import add_arguments as export_arguments
+from . import CheckfuError, Normalizer, __version__, _native
 from .inputs import open_input, plain_fd
 from .outputs import atomic_output, printable, refuse_aliases
 from .paths import empty_dirs, expand
@@ -121,6 +120,30 @@ class _Guarded:
         return getattr(self._inner, name)
 
 
+def _core_normalizer(args: argparse.Namespace, source: str | None) -> Any:
+    """A normalizer of the core for ``normalize``'s options (``feed_jsonl``/``finish_jsonl``),
+    made by ``_native`` directly: the options were checked by :func:`_check_options` (the
+    :class:`checkfu_fast.Normalizer` wrapper would check them again through the pure-Python
+    twin, whose import is a third of the command's start). Without the core: the wrapper."""
+    budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
+    if _native is None:  # pragma: no cover - only without the native core
+        return Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
+                          max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
+    from . import _native_dialect
+
+    return _native.Normalizer(_native_dialect(args.dialect), *budgets, source, args.fields, False)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """``normalize``'s dialect, budgets and fields checked before anything is read: by the core
+    (the same messages) unless ``--reference`` or ``--summary`` (or no core) takes the twin."""
+    if args.reference or args.summary or _native is None:
+        reference.check_options(args.dialect, args.max_line_bytes, args.max_depth,
+                                args.max_nodes)  # fmt: skip
+    else:
+        _core_normalizer(args, None)
+
+
 def _stream(
     fd: int | BinaryIO,
     out: BinaryIO,
@@ -151,10 +174,12 @@ def _stream(
             return reference.dumps_jsonl(events, projected=projected)
 
     else:
-        native = Normalizer(args.dialect, **budgets, source=source, fields=args.fields)
+        native = _core_normalizer(args, source)
 
         def feed(chunk: bytes | None) -> bytes:
-            return native.feed_jsonl(chunk) if chunk is not None else native.finish_jsonl()
+            return cast(
+                bytes, native.feed_jsonl(chunk) if chunk is not None else native.finish_jsonl()
+            )
 
     if isinstance(fd, int):
 
@@ -295,11 +320,11 @@ def _parallel(
         direct, name = path, args.output
     if direct is None:
         return _parallel_units(args, files, out, many, progress)
-    from . import _fields, _native, _native_dialect
+    from . import _native_dialect
 
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
     native = _native_dialect(args.dialect)
-    fields = _fields(args.fields)
+    fields = args.fields  # None, "all", "lean" or names (checked): the core takes each
     status = 0
     base = 0  # the index in ``files`` of the core's first file
 
@@ -369,17 +394,15 @@ def _parallel_units(
     (``ordered``) and is written in input order. A range's ``seq`` is numbered on from the
     ranges before it as it is written by the core (``_write_jsonl``: to descriptor 1, or
     appended to ``path``; the lines not copied), or else renumbered (``_rebase_jsonl``)."""
-    from . import _fields, _native
     from .ordered import ordered
 
     budgets = (args.max_line_bytes, args.max_depth, args.max_nodes)
-    fields = _fields(args.fields)
+    fields = args.fields  # None, "all", "lean" or names (checked): the core takes each
 
     def produce(unit: _Range, put: Callable[[tuple[int, bytes]], None]) -> None:
         source = unit.name if many else None
         if unit.k is None:
-            n = Normalizer(args.dialect, max_line_bytes=budgets[0], max_depth=budgets[1],
-                           max_nodes=budgets[2], source=source, fields=args.fields)  # fmt: skip
+            n = _core_normalizer(args, source)
             with open_input(unit.name) as f:
                 while chunk := f.read(JOBS_CHUNK):
                     put((len(chunk), n.feed_jsonl(chunk)))
@@ -594,8 +617,8 @@ def _fields_option(value: str | None) -> str | list[str] | None:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    reference.check_options(args.dialect, args.max_line_bytes, args.max_depth, args.max_nodes)
     args.fields = _fields_option(args.fields)
+    _check_options(args)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     if args.format == "parquet":
@@ -980,7 +1003,11 @@ def _command(
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given ``command`` (the one being run), every command is
+    listed but ``report``'s and ``export``'s options are added only for their own command:
+    their modules (``report``'s fold and prices, ``export``'s writers) are imported for them,
+    and are most of the command line's import time (``normalize`` needs neither)."""
     p = argparse.ArgumentParser(
         prog="checkfu-fast",
         description=DESCRIPTION,
@@ -1062,13 +1089,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
     rep = _command(sub, "report", "tokens and cost (USD) per session, model, day, block...")
-    report.add_arguments(rep)
-    _add_dialect(rep)
-    add_arguments(rep)
+    if command in (None, "report"):
+        from . import report
+
+        report.add_arguments(rep)
+        _add_dialect(rep)
+        add_arguments(rep)
     x = _command(sub, "export", "export sessions as ATIF trajectories, OTLP spans or HTML pages")
-    export_arguments(x)
-    _add_dialect(x)
-    add_arguments(x)
+    if command in (None, "export"):
+        from .export._cli import add_arguments as export_arguments
+
+        export_arguments(x)
+        _add_dialect(x)
+        add_arguments(x)
     a = _command(sub, "audit", "drift radar: unknown record types and fields per dialect")
     a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     _add_dialect(a)
@@ -1083,6 +1116,12 @@ def _audit(args: argparse.Namespace) -> int:
     from .audit import main as audit_main
 
     return audit_main(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import main as report_main
+
+    return report_main(args)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -1103,7 +1142,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "dialects": _dialects,
     "vectors": _vectors,
     "run": _run,
-    "report": report.main,
+    "report": _report,
     "audit": _audit,
     "export": _export,
 }
@@ -1131,7 +1170,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = cast(Any, _Guarded(sys.stdout, "standard output"))
     warnings.showwarning = _warning
     try:
-        args = build_parser().parse_args(argv)
+        given = sys.argv[1:] if argv is None else argv
+        # the command: the first word (the parser takes no option of its own but --help and
+        # --version, which need no command's options)
+        first = given[0] if given else None
+        args = build_parser(first if first in COMMANDS else None).parse_args(argv)
         if argv is None and args.command == "normalize":  # the process is this command
             _no_huge_pages()
         if sys.stdout is None and not (args.command == "normalize" and args.output):
