@@ -760,8 +760,8 @@ def vm():
 how, headroom, path = sys.argv[1], int(sys.argv[2]) << 20, sys.argv[3]
 data = b"y\\n" * (16 << 20)  # 16 M junk lines: some GB of JSONL or Arrow columns
 table = None
-if how == "concat":  # 1 M rows in 16 batches, made before the limit: their one-batch copy
-    table = checkfu_fast.normalize_arrow(data[: 2 << 20], "claude", batch_rows=65536)
+if how == "concat":  # 2 M rows in 32 batches, made before the limit: their one-batch copy
+    table = checkfu_fast.normalize_arrow(data[: 4 << 20], "claude", batch_rows=65536)
 checkfu_fast.normalize_arrow(b"y\\n" * 1000, "claude")  # warm up
 checkfu_fast.normalize_jsonl(b"y\\n" * 1000, "claude")
 resource.setrlimit(resource.RLIMIT_AS, (vm() + headroom, resource.RLIM_INFINITY))
