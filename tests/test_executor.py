@@ -415,6 +415,24 @@ def test_s11_a_sweep_before_the_new_lock_is_taken_spares_the_new_dir(own_tmpdir,
     assert os.listdir(own_tmpdir) == []
 
 
+def test_a_ctrl_c_during_the_sweep_leaves_no_staging_dir(own_tmpdir, monkeypatch):
+    """A KeyboardInterrupt raised while ``make_staging_dir`` sweeps the root (a runner's Ctrl-C
+    arriving then: seen in test_containment's SIGINT-at-any-moment case under load) removes the
+    directory it made and its private parent: the caller never got the name to remove it."""
+    seen: list[str] = []
+
+    def interrupted(root: str, keep: str = "") -> int:
+        seen.extend(os.listdir(os.path.join(root, keep)))  # made, locked, then the sweep
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor, "sweep_staging_root", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        executor.make_staging_dir()
+    assert sorted(seen) == ["lock", "turn"]
+    root = own_tmpdir / f"checkfu-oneshot-{os.geteuid()}"
+    assert not root.exists() or os.listdir(root) == []
+
+
 def old_lockless(root: Path, name: str, age_s: float) -> Path:
     """A staging directory as a runner of an older version left it (no lock file)."""
     parent = root / name

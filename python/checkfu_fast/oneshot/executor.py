@@ -207,16 +207,18 @@ def make_staging_dir() -> str:
                 raise
             root = staging_root()
     path = os.path.join(parent, "turn")
+    # the sweep inside the guard too: a KeyboardInterrupt (the runner's Ctrl-C) raised while it
+    # scans the root left this turn's directory behind, whose caller never got its name
     try:
         os.chmod(parent, 0o700)
         _hold_lock(parent, path)
         os.mkdir(path, 0o700)
+        if root is not None and os.path.dirname(parent) == root:
+            sweep_staging_root(root, keep=os.path.basename(parent))
     except BaseException:
         _release_lock(path)
         remove_tree(parent)
         raise
-    if root is not None and os.path.dirname(parent) == root:
-        sweep_staging_root(root, keep=os.path.basename(parent))
     return path
 
 
