@@ -1064,9 +1064,7 @@ fn push_run(buf: &mut String, s: &str, mut i: usize) -> usize {
                 return i + k;
             }
             // not reached, as below
-            while buf.len() > len {
-                buf.pop();
-            }
+            buf.truncate(len);
         }
     }
     while let Some(chunk) = s.get(i..i + BLOCK) {
@@ -1081,10 +1079,9 @@ fn push_run(buf: &mut String, s: &str, mut i: usize) -> usize {
                 buf.truncate(len + k);
                 return i + k;
             }
-            // not reached (the byte at `k` is ASCII): the block taken back, the run scanned
-            while buf.len() > len {
-                buf.pop();
-            }
+            // not reached (the byte at `k` is ASCII): the block taken back (`len`, the old
+            // length, is a char boundary), the run scanned
+            buf.truncate(len);
             break;
         }
         i += BLOCK;
