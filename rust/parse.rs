@@ -652,6 +652,33 @@ impl<'a> Parser<'a> {
     /// too often. `buf` gets room for the rest of the line first (a string decodes to no more
     /// bytes than its text has), so pushing never reallocates: it grows about once per
     /// stream, and an allocation failure is an `OutOfMemory`.
+    ///
+    /// Also tried and dropped (issue 20; core_bench `parse`, task-clock of 10 rounds, medians
+    /// of 5-11 interleaved pairs, load 1.5-2.5, base 75-79 ms on claude and mixed):
+    /// * memchr's SSE2 `Two` (`"`, `\\`; safe, inlined) for each run after an escape, the
+    ///   string's control bytes checked afterwards (a vector `min` per 64 bytes; any control,
+    ///   or any error, decoded again here): claude 77.1 -> 83.3 ms, mixed 76.2 -> 82.7; the
+    ///   search alone (control check left out) 80.4: most runs are shorter than its first
+    ///   16-byte vector, and the claude runs are 0 (17 %), 1-7 (46 %), 8-63 bytes (36 %).
+    ///   memchr only past the first word (runs of 8+), the run checked for controls: 78.5 ->
+    ///   87.0. With a byte buffer: 82.7 against 75.9.
+    /// * a `Vec<u8>` buffer (the 16-byte blocks cut back with no char-boundary read of the
+    ///   bytes just stored), made a `str` by `simdutf8`: claude 75.9 -> 77.9, mixed 76.2 ->
+    ///   78.9: the check costs more than the read. The 14 % of `escaped`'s samples at that read
+    ///   (`truncate`'s assert) stay with an 8-byte first push (a GPR store, not a 16-byte
+    ///   one): they look like the source word's load showing at its first consumer; that
+    ///   variant was within noise (claude 76.0 -> 76.4 ms in 11 pairs, mixed 79.2 -> 77.4).
+    /// * 8-byte words walked by an exact SWAR mask, lowest special first, each escape
+    ///   clearing its bytes (the next special a `trailing_zeros`, no load per run): 75.3 ->
+    ///   91.6 (no PMU counters in this VM to tell why; it is more work per plain word than the
+    ///   block test).
+    /// * `first_special` branch-free (`u128` `trailing_zeros`, a `cmov`): 75.1 -> 75.2; every
+    ///   run through one branch-free 16-byte block (no first-word test): 79.8 -> 81.4; the
+    ///   block's 16-bit mask gathered from `[u8; 16]` flags by a multiply per half: LLVM
+    ///   calls `array::map`'s `try_map` out of line or scalarizes the flags (+33 %).
+    /// * [`Parser::u_escape`] inlined (5 % of claude's escapes are `\\u`): 0.6-1.7 % faster
+    ///   (claude best-of-9 parse 1223 -> 1244 MB/s, mixed 1303 -> 1321, medians of 5 pairs),
+    ///   under the 2 % bar for landing a speed change; with the 8-byte first push, no better.
     fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
         let b = self.b;
         let s = self.s;
