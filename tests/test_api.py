@@ -219,3 +219,37 @@ def test_reference_source_never_mentions_native():
     assert files
     for path in files:
         assert "_native" not in path.read_text(encoding="utf-8"), path
+
+
+def test_library_calls_do_not_import_the_twin():
+    """A runner's first call checks its options in ``checkfu_fast.options`` (the twin's own
+    table and checks): the pure-Python twin, about half the package's import time, is never
+    imported by the native path, good options or bad."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import checkfu_fast as c
+        line = b'{"type":"turn.started"}\\n'
+        assert c.normalize(line, "codex", fields="lean")[0]["subtype"] == "turn_started"
+        assert c.normalize_jsonl(line, "codex").startswith(b'{"v":')
+        n = c.Normalizer("auto", fields=["text"])
+        assert [e["dialect"] for e in n.feed(line) + n.finish()] == ["codex"]
+        assert c.validate_journal(b"") == []
+        for bad in ({"dialect": "bogus"}, {"max_depth": 0}, {"fields": ["nope"]}):
+            try:
+                c.normalize(line, **bad)
+            except ValueError as e:
+                print(type(e).__name__, e)
+        print("checkfu_fast.reference" in sys.modules)
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    *errors, imported = res.stdout.splitlines()
+    assert imported == "False"
+    expected = []
+    for bad in ({"dialect": "bogus"}, {"max_depth": 0}, {"fields": ["nope"]}):
+        with pytest.raises(ValueError) as info:
+            checkfu_fast.reference.normalize(b"", **bad)
+        expected.append(f"{type(info.value).__name__} {info.value}")
+    assert errors == expected

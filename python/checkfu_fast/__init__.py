@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+from . import options as _options
 from . import paths as _paths
 from .audit import audit, audit_files
 from .errors import (
@@ -25,11 +26,13 @@ from .errors import (
     MappingError,
     UnknownDialect,
 )
+from .options import check_options as _check_options
 from .outputs import atomic_output, refuse_aliases
 
 if TYPE_CHECKING:
     from . import reference
-    from .reference import DIALECTS, MappedDialect, load_dialect
+    from .options import DIALECTS
+    from .reference import MappedDialect, load_dialect
     from .usage import UsageFold, usage_totals
 
 # imported on first use (module ``__getattr__``): the pure-Python twin and the usage fold are
@@ -37,11 +40,11 @@ if TYPE_CHECKING:
 # neither (report_cache.memo_hit)
 _LAZY = {
     "reference": ("reference", None),
-    "DIALECTS": ("reference", "DIALECTS"),
+    "DIALECTS": ("options", "DIALECTS"),
     "MappedDialect": ("reference", "MappedDialect"),
     "check_options": ("reference", "check_options"),
     "load_dialect": ("reference", "load_dialect"),
-    "resolve_fields": ("reference", "resolve_fields"),
+    "resolve_fields": ("options", "resolve_fields"),
     "UsageFold": ("usage", "UsageFold"),
     "usage_totals": ("usage", "usage_totals"),
 }
@@ -123,7 +126,7 @@ finally:
 
 #: Every event field, in output order (the core's field table, ``rust/fields.rs``).
 EVENT_FIELDS: tuple[str, ...] = (
-    tuple(_native.EVENT_FIELDS) if _native is not None else _ref().EVENT_FIELDS
+    tuple(_native.EVENT_FIELDS) if _native is not None else _options.EVENT_FIELDS
 )
 
 __version__ = "0.1.0"
@@ -165,9 +168,9 @@ def _as_bytes(data: Any) -> bytes:
 
 
 def _fields(fields: Any) -> list[str] | None:
-    """A ``fields`` argument checked (:func:`checkfu_fast.reference.resolve_fields`: same
+    """A ``fields`` argument checked (:func:`checkfu_fast.options.resolve_fields`: same
     errors on both paths) as the core takes it: None for every field, else the names."""
-    keep = _ref().resolve_fields(fields)
+    keep = _options.resolve_fields(fields)
     return None if keep is None else list(keep)
 
 
@@ -197,7 +200,7 @@ def normalize(
     ``subtype`` always kept). A projected event carries ``lineBytes`` (the line's length in
     bytes) on every event, so ``raw`` stays recoverable from (file, ``position``,
     ``lineBytes``)."""
-    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
@@ -234,7 +237,7 @@ def normalize_jsonl(
     (``1e+16``, ``-0.0``), integers of any size. ``json.loads`` of each line gives the event
     ``normalize()`` gives; :func:`checkfu_fast.reference.normalize_jsonl` gives the same bytes.
     """
-    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
@@ -272,7 +275,7 @@ def normalize_arrow(
     ``fields`` as in :func:`normalize`: the columns of the fields not asked for are left out
     and never computed. Needs the native core.
     """
-    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidOption(f"batch_rows must be a positive int, got {batch_rows!r}")
@@ -304,7 +307,7 @@ def write_parquet(
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _check_options(dialect, max_line_bytes, max_depth, max_nodes)
     return _write(
         _paths.expand(paths),
         os.fspath(out),
@@ -397,7 +400,7 @@ def normalize_files(
         raise InvalidOption("format='parquet' writes files: it needs out_dir")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InvalidOption(f"jobs must be a positive int or None, got {jobs!r}")
-    _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+    _check_options(dialect, max_line_bytes, max_depth, max_nodes)
     keep = _fields(fields)
     inputs = _paths.expand(paths)
     outputs = None
@@ -556,7 +559,7 @@ class Normalizer:
         fields: str | Sequence[str] | None = None,
         collapse_junk: bool = False,
     ) -> None:
-        _ref().check_options(dialect, max_line_bytes, max_depth, max_nodes)
+        _check_options(dialect, max_line_bytes, max_depth, max_nodes)
         if source is not None and not isinstance(source, str):
             raise TypeError("source must be a str or None")
         self._source = source
@@ -652,7 +655,7 @@ def validate_journal(
     empty list means every record is valid. Unknown kinds are violations with keyword
     ``unknown_kind`` (reported, not fatal). See docs/journal.md.
     """
-    _ref().check_options("auto", max_line_bytes, max_depth, max_nodes)
+    _check_options("auto", max_line_bytes, max_depth, max_nodes)
     raw = _as_bytes(data)
     if _native is None:  # pragma: no cover
         return _ref().validate_journal(

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
 from . import paths as _paths
-from .reference import MappedDialect, check_options, resolve_fields
+from .options import check_options, resolve_fields
+from .reference import MappedDialect
 
 if TYPE_CHECKING:  # pragma: no cover
     import dask.dataframe as dd

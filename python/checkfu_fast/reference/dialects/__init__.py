@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...options import DIALECTS as DIALECTS
 from .. import mapping
 from . import claude, codex, cursor, grok, opencode, pi
 
-DIALECTS = ("claude", "cursor", "codex", "north", "pi", "grok", "canary", "opencode", "solweb")
 MAPPINGS_DIR = Path(__file__).resolve().parents[2] / "mappings"
 MAPPED_BUILTINS = ("north", "canary", "solweb")
 
