@@ -562,7 +562,7 @@ impl<'a> Parser<'a> {
 
     /// Parse a string starting at the opening quote into `dst` (`wrap` makes the slot's value:
     /// `Value::Str` for a value, the `Cow` itself for a key). A string without escapes (most
-    /// of them) is one [`next_special`] and a borrow, written straight into its slot (built
+    /// of them) is one [`scan_str`] and a borrow, written straight into its slot (built
     /// apart and copied in, it went through the stack in pieces, stalling store forwarding);
     /// escapes go through [`Parser::escaped`].
     #[inline(always)]
@@ -572,7 +572,7 @@ impl<'a> Parser<'a> {
         wrap: impl Fn(Cow<'a, str>) -> T,
     ) -> Result<(), JsonError> {
         let start = self.i;
-        let at = next_special(self.b, start + 1);
+        let at = scan_str(self.b, start + 1);
         if self.b.get(at) == Some(&b'"') {
             self.i = at + 1;
             // both ends are at a quote, a char boundary: the one-sided cuts inline (`get` of a
@@ -653,8 +653,9 @@ impl<'a> Parser<'a> {
     /// bytes than its text has), so pushing never reallocates: it grows about once per
     /// stream, and an allocation failure is an `OutOfMemory`.
     ///
-    /// Also tried and dropped (issue 20; core_bench `parse`, task-clock of 10 rounds, medians
-    /// of 5-11 interleaved pairs, load 1.5-2.5, base 75-79 ms on claude and mixed):
+    /// Also tried and dropped (issue 20, before [`block_first`]'s SSE2 mask, against the portable
+    /// search; core_bench `parse`, task-clock of 10 rounds, medians of 5-11 interleaved pairs,
+    /// load 1.5-2.5, base 75-79 ms on claude and mixed):
     /// * memchr's SSE2 `Two` (`"`, `\\`; safe, inlined) for each run after an escape, the
     ///   string's control bytes checked afterwards (a vector `min` per 64 bytes; any control,
     ///   or any error, decoded again here): claude 77.1 -> 83.3 ms, mixed 76.2 -> 82.7; the
@@ -972,90 +973,110 @@ static SHORT_ESCAPES: [u8; 256] = {
     t
 };
 
-/// [`scan_str`] for a short run: the next 8 bytes are tested as one word first (most keys and
-/// most runs after an escape are shorter: on the bench corpora 63 % of the runs after an escape),
-/// then blocks.
-#[inline(always)]
-fn next_special(b: &[u8], i: usize) -> usize {
-    let Some(word) = b.get(i..i + 8) else {
-        return scan_str(b, i);
-    };
-    let m = special_bits(u64::from_le_bytes(word.try_into().unwrap_or([0; 8])));
-    if m != 0 {
-        return i + m.trailing_zeros() as usize / 8;
-    }
-    scan_str(b, i + 8)
-}
-
 /// Width of one step of [`scan_str`]: a 16-byte block is one SSE2 register (x86-64's baseline).
 const BLOCK: usize = 16;
 
-const LOW: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// SWAR: the high bit of each byte of `x` that is `"`, `\\` or below 0x20. Bits above the
-/// lowest set one may be false positives (a borrow runs upward); the lowest one is exact.
+/// The index in `block` of its first special byte (`"`, `\\` or a control byte), `BLOCK` if
+/// none: the block's 16-bit mask from three SSE2 compares and one `pmovmskb` (x86-64's baseline,
+/// no CPU detection), then a `trailing_zeros`, as simd-json and sonic-rs scan strings. The
+/// intrinsics come through `safe_arch`'s safe wrappers (its `unsafe` stays inside it, as
+/// `memchr`'s and `simdutf8`'s do): written in this crate they need `unsafe` (calling a
+/// `#[target_feature]` function, a raw pointer for the load; rustc 1.95, E0133), and portable
+/// code does not get the mask (a shift-or of the 16 tests came out as 85-184 scalar and shuffle
+/// instructions, no `pmovmskb`). Measured against the portable [`block_first`] below (a fold
+/// per byte class for "any", SWAR words for "where", the first word tested alone first):
+/// `core_bench` task-clock, medians of 5 interleaved pairs, load 4.6: parse claude 77.5 ->
+/// 72.3 ms (-6.7 %), mixed 77.5 -> 72.7 (-6.2 %); lean Arrow claude 146.8 -> 137.4 (-6.4 %),
+/// mixed 115.4 -> 106.9 (-7.4 %). Testing a string's first 8 bytes as a SWAR word before the
+/// block (the portable path's shortcut for keys and short runs) no longer paid (73.4 / 72.9 ms).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn special_bits(x: u64) -> u64 {
-    let zero = |v: u64| v.wrapping_sub(LOW) & !v;
-    (zero(x ^ (LOW * u64::from(b'"')))
-        | zero(x ^ (LOW * u64::from(b'\\')))
-        | (x.wrapping_sub(LOW * 0x20) & !x))
-        & HIGH
+fn block_first(block: &[u8; BLOCK]) -> usize {
+    use safe_arch::{
+        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let v = load_unaligned_m128i(block);
+    let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
+    let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
+    // below 0x20: the unsigned max with 0x1f is 0x1f
+    let low = set_splat_i8_m128i(0x1f);
+    let control = cmp_eq_mask_i8_m128i(max_u8_m128i(v, low), low);
+    let mask = move_mask_i8_m128i(bitor_m128i(bitor_m128i(quote, backslash), control));
+    (mask as u32 | 1 << BLOCK).trailing_zeros() as usize
 }
 
-/// Whether `block` has a special byte: three folds, not one (LLVM gives each its compare and
-/// `pmovmskb`, where the single fold came out two instructions longer).
+/// [`block_first`] without SSE2 (other targets; the tests hold the two equal on x86-64).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn any_special(block: &[u8; BLOCK]) -> bool {
-    let quote = block.iter().fold(false, |acc, &c| acc | (c == b'"'));
-    let backslash = block.iter().fold(false, |acc, &c| acc | (c == b'\\'));
-    let control = block.iter().fold(false, |acc, &c| acc | (c < 0x20));
-    quote | backslash | control
+fn block_first(block: &[u8; BLOCK]) -> usize {
+    portable::block_first(block)
 }
 
-/// The index in `block` of its first special byte (`BLOCK` if none).
-///
-/// Tried and not possible without `unsafe`: the block's 16-bit mask from SSE2 intrinsics
-/// (`_mm_cmpeq_epi8`, `_mm_movemask_epi8`: one `pmovmskb`, then a `trailing_zeros`). Since
-/// Rust 1.87 they are safe to call only inside a `#[target_feature(enable = "sse2")]` function,
-/// and calling that function from one without the attribute still needs `unsafe`, though SSE2
-/// is x86-64's baseline (rustc 1.95, E0133: the feature "being enabled in the build
-/// configuration does not remove the requirement"); `_mm_loadu_si128` takes a raw pointer.
-/// Nor does portable code get the mask: a shift-or of the 16 bytes' tests (over the bytes, a
-/// `[bool; 16]` or a `u128`) came out as 85-184 scalar and shuffle instructions, no `pmovmskb`.
-#[inline(always)]
-fn first_special(block: &[u8; BLOCK]) -> usize {
-    let (lo, hi) = block.split_at(8);
-    let word = |h: &[u8]| u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
-    let m = special_bits(word(lo));
-    if m != 0 {
-        return m.trailing_zeros() as usize / 8;
+/// The block search in portable code: SWAR words and folds that LLVM lowers to vector compares.
+#[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
+mod portable {
+    use super::BLOCK;
+
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+
+    /// SWAR: the high bit of each byte of `x` that is `"`, `\\` or below 0x20. Bits above the
+    /// lowest set one may be false positives (a borrow runs upward); the lowest one is exact.
+    #[inline(always)]
+    fn special_bits(x: u64) -> u64 {
+        let zero = |v: u64| v.wrapping_sub(LOW) & !v;
+        (zero(x ^ (LOW * u64::from(b'"')))
+            | zero(x ^ (LOW * u64::from(b'\\')))
+            | (x.wrapping_sub(LOW * 0x20) & !x))
+            & HIGH
     }
-    8 + special_bits(word(hi)).trailing_zeros() as usize / 8
+
+    /// Whether `block` has a special byte: three folds, not one (LLVM gives each its compare
+    /// and `pmovmskb`, where the single fold came out two instructions longer).
+    #[inline(always)]
+    fn any_special(block: &[u8; BLOCK]) -> bool {
+        let quote = block.iter().fold(false, |acc, &c| acc | (c == b'"'));
+        let backslash = block.iter().fold(false, |acc, &c| acc | (c == b'\\'));
+        let control = block.iter().fold(false, |acc, &c| acc | (c < 0x20));
+        quote | backslash | control
+    }
+
+    /// [`super::block_first`]: the block tested whole, the one that has a special byte
+    /// searched with a SWAR mask per word.
+    #[inline(always)]
+    pub(super) fn block_first(block: &[u8; BLOCK]) -> usize {
+        if !any_special(block) {
+            return BLOCK;
+        }
+        let (lo, hi) = block.split_at(8);
+        let word = |h: &[u8]| u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
+        let m = special_bits(word(lo));
+        if m != 0 {
+            return m.trailing_zeros() as usize / 8;
+        }
+        8 + special_bits(word(hi)).trailing_zeros() as usize / 8
+    }
 }
 
-/// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none).
-///
-/// Each 16-byte block is first tested as a whole, branch-free (LLVM lowers the fold to SSE2
-/// compares and one `pmovmskb`, x86-64's baseline: no `unsafe`, no CPU detection), as simd-json
-/// and sonic-rs do with intrinsics; the block that has one is searched with a SWAR mask, and
-/// the last bytes of the line byte by byte.
+/// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none):
+/// 16-byte blocks ([`block_first`]), then the last bytes of the line byte by byte.
 #[inline]
 fn scan_str(b: &[u8], i: usize) -> usize {
     run_end(b, i)
 }
 
-/// [`scan_str`], always inlined (the decoding loop of escaped strings: the run after an escape
-/// is often longer than [`next_special`]'s first word, and a call per run cost 3-4 % there).
+/// [`scan_str`], always inlined (the decoding loop of escaped strings: a call per run cost
+/// 3-4 % there).
 #[inline(always)]
 fn run_end(b: &[u8], mut i: usize) -> usize {
     while let Some(block) = b.get(i..i + BLOCK) {
         let Ok(block) = <&[u8; BLOCK]>::try_from(block) else {
             break;
         };
-        if any_special(block) {
-            return i + first_special(block);
+        let k = block_first(block);
+        if k < BLOCK {
+            return i + k;
         }
         i += BLOCK;
     }
@@ -1077,31 +1098,14 @@ fn run_end(b: &[u8], mut i: usize) -> usize {
 /// `buf` needs room for 16 bytes beyond the decoded string (it has the rest of the line's).
 #[inline(always)]
 fn push_run(buf: &mut String, s: &str, mut i: usize) -> usize {
-    // the block's first word tested on its own first (SWAR, no vector compare): most runs end
-    // in it (on claude, 3 in 5 of the runs after an escape are 1-7 bytes)
-    if let Some(chunk) = s.get(i..i + BLOCK) {
-        let word = chunk.as_bytes().first_chunk::<8>().copied();
-        let m = special_bits(u64::from_le_bytes(word.unwrap_or_default()));
-        if m != 0 {
-            let k = m.trailing_zeros() as usize / 8;
-            let len = buf.len();
-            buf.push_str(chunk);
-            if buf.is_char_boundary(len + k) {
-                buf.truncate(len + k);
-                return i + k;
-            }
-            // not reached, as below
-            buf.truncate(len);
-        }
-    }
     while let Some(chunk) = s.get(i..i + BLOCK) {
         let Ok(block) = <&[u8; BLOCK]>::try_from(chunk.as_bytes()) else {
             break;
         };
         let len = buf.len();
         buf.push_str(chunk);
-        if any_special(block) {
-            let k = first_special(block);
+        let k = block_first(block);
+        if k < BLOCK {
             if buf.is_char_boundary(len + k) {
                 buf.truncate(len + k);
                 return i + k;
@@ -1354,6 +1358,36 @@ mod tests {
                 })
                 .collect();
             assert_eq!(scan_str(&plain, 0), n);
+        }
+    }
+
+    #[test]
+    fn the_block_search_is_the_portable_one() {
+        // every byte value at every place of a block, over a background of each byte value
+        // that is not special: the vector mask and the portable words find the same index
+        let mut block = [0u8; BLOCK];
+        for background in (0x20u8..=0xff).filter(|&c| !special(c)) {
+            assert_eq!(block_first(&[background; BLOCK]), BLOCK);
+            for at in 0..BLOCK {
+                for c in 0..=255u8 {
+                    block.fill(background);
+                    if let Some(x) = block.get_mut(at) {
+                        *x = c;
+                    }
+                    let want = if special(c) { at } else { BLOCK };
+                    assert_eq!(block_first(&block), want, "{background} {at} {c}");
+                    assert_eq!(portable::block_first(&block), want, "{background} {at} {c}");
+                }
+            }
+        }
+        // two special bytes: the first one
+        for (a, b) in [(3, 9), (0, 15), (7, 8), (14, 15)] {
+            let block: [u8; BLOCK] = std::array::from_fn(|k| match k {
+                k if k == a => 0x1f,
+                k if k == b => b'"',
+                _ => b'x',
+            });
+            assert_eq!((block_first(&block), portable::block_first(&block)), (a, a));
         }
     }
 
