@@ -26,6 +26,7 @@ pub mod ordered;
 pub mod parse;
 pub mod report_json;
 pub mod retry;
+pub mod scan;
 pub mod sink;
 pub mod sniff;
 pub mod split;

@@ -977,86 +977,13 @@ static SHORT_ESCAPES: [u8; 256] = {
 const BLOCK: usize = 16;
 
 /// The index in `block` of its first special byte (`"`, `\\` or a control byte), `BLOCK` if
-/// none: the block's 16-bit mask from three SSE2 compares and one `pmovmskb` (x86-64's baseline,
-/// no CPU detection), then a `trailing_zeros`, as simd-json and sonic-rs scan strings. The
-/// intrinsics come through `safe_arch`'s safe wrappers (its `unsafe` stays inside it, as
-/// `memchr`'s and `simdutf8`'s do): written in this crate they need `unsafe` (calling a
-/// `#[target_feature]` function, a raw pointer for the load; rustc 1.95, E0133), and portable
-/// code does not get the mask (a shift-or of the 16 tests came out as 85-184 scalar and shuffle
-/// instructions, no `pmovmskb`). Measured against the portable [`block_first`] below (a fold
-/// per byte class for "any", SWAR words for "where", the first word tested alone first):
-/// `core_bench` task-clock, medians of 5 interleaved pairs, load 4.6: parse claude 77.5 ->
-/// 72.3 ms (-6.7 %), mixed 77.5 -> 72.7 (-6.2 %); lean Arrow claude 146.8 -> 137.4 (-6.4 %),
-/// mixed 115.4 -> 106.9 (-7.4 %). Testing a string's first 8 bytes as a SWAR word before the
-/// block (the portable path's shortcut for keys and short runs) no longer paid (73.4 / 72.9 ms).
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+/// none: the block's mask ([`crate::scan::mask16`]: SSE2 on x86-64) and a `trailing_zeros`.
+/// Testing a string's first 8 bytes as a SWAR word before the block (the shortcut of the
+/// portable search this replaced, for keys and short runs) no longer paid (73.4 / 72.9 ms
+/// against 72.3 / 72.7 on claude / mixed, `core_bench` parse).
 #[inline(always)]
 fn block_first(block: &[u8; BLOCK]) -> usize {
-    use safe_arch::{
-        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, max_u8_m128i, move_mask_i8_m128i,
-        set_splat_i8_m128i,
-    };
-    let v = load_unaligned_m128i(block);
-    let quote = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'"' as i8));
-    let backslash = cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(b'\\' as i8));
-    // below 0x20: the unsigned max with 0x1f is 0x1f
-    let low = set_splat_i8_m128i(0x1f);
-    let control = cmp_eq_mask_i8_m128i(max_u8_m128i(v, low), low);
-    let mask = move_mask_i8_m128i(bitor_m128i(bitor_m128i(quote, backslash), control));
-    (mask as u32 | 1 << BLOCK).trailing_zeros() as usize
-}
-
-/// [`block_first`] without SSE2 (other targets; the tests hold the two equal on x86-64).
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline(always)]
-fn block_first(block: &[u8; BLOCK]) -> usize {
-    portable::block_first(block)
-}
-
-/// The block search in portable code: SWAR words and folds that LLVM lowers to vector compares.
-#[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
-mod portable {
-    use super::BLOCK;
-
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-
-    /// SWAR: the high bit of each byte of `x` that is `"`, `\\` or below 0x20. Bits above the
-    /// lowest set one may be false positives (a borrow runs upward); the lowest one is exact.
-    #[inline(always)]
-    fn special_bits(x: u64) -> u64 {
-        let zero = |v: u64| v.wrapping_sub(LOW) & !v;
-        (zero(x ^ (LOW * u64::from(b'"')))
-            | zero(x ^ (LOW * u64::from(b'\\')))
-            | (x.wrapping_sub(LOW * 0x20) & !x))
-            & HIGH
-    }
-
-    /// Whether `block` has a special byte: three folds, not one (LLVM gives each its compare
-    /// and `pmovmskb`, where the single fold came out two instructions longer).
-    #[inline(always)]
-    fn any_special(block: &[u8; BLOCK]) -> bool {
-        let quote = block.iter().fold(false, |acc, &c| acc | (c == b'"'));
-        let backslash = block.iter().fold(false, |acc, &c| acc | (c == b'\\'));
-        let control = block.iter().fold(false, |acc, &c| acc | (c < 0x20));
-        quote | backslash | control
-    }
-
-    /// [`super::block_first`]: the block tested whole, the one that has a special byte
-    /// searched with a SWAR mask per word.
-    #[inline(always)]
-    pub(super) fn block_first(block: &[u8; BLOCK]) -> usize {
-        if !any_special(block) {
-            return BLOCK;
-        }
-        let (lo, hi) = block.split_at(8);
-        let word = |h: &[u8]| u64::from_le_bytes(h.try_into().unwrap_or([0; 8]));
-        let m = special_bits(word(lo));
-        if m != 0 {
-            return m.trailing_zeros() as usize / 8;
-        }
-        8 + special_bits(word(hi)).trailing_zeros() as usize / 8
-    }
+    (u32::from(crate::scan::mask16(block)) | 1 << BLOCK).trailing_zeros() as usize
 }
 
 /// The index of the first `"`, `\\` or control byte in `b` at or after `i` (`b.len()` if none):
@@ -1358,36 +1285,6 @@ mod tests {
                 })
                 .collect();
             assert_eq!(scan_str(&plain, 0), n);
-        }
-    }
-
-    #[test]
-    fn the_block_search_is_the_portable_one() {
-        // every byte value at every place of a block, over a background of each byte value
-        // that is not special: the vector mask and the portable words find the same index
-        let mut block = [0u8; BLOCK];
-        for background in (0x20u8..=0xff).filter(|&c| !special(c)) {
-            assert_eq!(block_first(&[background; BLOCK]), BLOCK);
-            for at in 0..BLOCK {
-                for c in 0..=255u8 {
-                    block.fill(background);
-                    if let Some(x) = block.get_mut(at) {
-                        *x = c;
-                    }
-                    let want = if special(c) { at } else { BLOCK };
-                    assert_eq!(block_first(&block), want, "{background} {at} {c}");
-                    assert_eq!(portable::block_first(&block), want, "{background} {at} {c}");
-                }
-            }
-        }
-        // two special bytes: the first one
-        for (a, b) in [(3, 9), (0, 15), (7, 8), (14, 15)] {
-            let block: [u8; BLOCK] = std::array::from_fn(|k| match k {
-                k if k == a => 0x1f,
-                k if k == b => b'"',
-                _ => b'x',
-            });
-            assert_eq!((block_first(&block), portable::block_first(&block)), (a, a));
         }
     }
 

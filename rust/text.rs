@@ -4,6 +4,8 @@
 //! trip, `1e+16`, `1e-07`, `-0.0`, `Infinity`). The JSONL and Arrow writers build on these, and
 //! the parser uses [`float_is_repr`] to tell a line already in this form (`parse::canonical`).
 
+use crate::scan::mask16;
+
 /// The escape of each byte in a JSON string: 0 = as is, `u` = `\u00XX`, else `\<c>`.
 /// (Indexing in a const block: an out-of-range index is a compile error, not a panic.)
 #[allow(clippy::indexing_slicing)]
@@ -139,31 +141,6 @@ fn escape<const TWICE: bool>(out: &mut Vec<u8>, src: &[u8]) {
         src = src.get(read..).unwrap_or_default();
         least = if read == 0 { BLOCK_ROOM } else { 0 };
     }
-}
-
-/// 0xff in each byte of the 16 at `b` that needs an escape (< 0x20, `"` or `\\`), 0 in the
-/// others: written byte by byte, compiled to a few 16-byte vector compares (SSE2, x86-64's
-/// baseline; no `unsafe`), when what is done with the flags is out of LLVM's sight
-/// ([`mask16`]): a loop's other use of the bytes, or their packing into bits, in sight made
-/// LLVM compile the compares byte by byte.
-#[inline(always)]
-fn flags16(b: &[u8; 16]) -> u128 {
-    u128::from_le_bytes(b.map(|c| u8::from((c < 0x20) | (c == b'"') | (c == b'\\')).wrapping_neg()))
-}
-
-/// Bit `i` set for each byte `b[i]` that needs an escape: [`flags16`]'s 0/0xff bytes packed
-/// into bits by one multiply a word (the bit of byte `i` of a word of 0/1 bytes lands at bit
-/// 56 + `i` of its product with 0x0102040810204080, no carries). The flags pass through
-/// [`std::hint::black_box`] (a 16-byte store and two 8-byte loads), so their compares stay
-/// vector compares; a call did the same and cost more.
-#[inline(always)]
-fn mask16(b: &[u8; 16]) -> u16 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const PACK: u64 = 0x0102_0408_1020_4080;
-    let f = std::hint::black_box(flags16(b));
-    let lo = ((f as u64) & LO).wrapping_mul(PACK) >> 56;
-    let hi = (((f >> 64) as u64) & LO).wrapping_mul(PACK) >> 56;
-    (lo | hi << 8) as u16
 }
 
 /// How many bytes of `src` come before the first that needs an escape: 16 at a time
