@@ -1,8 +1,14 @@
 //! `checkfu-fast normalize --jobs N` in the core: files, and ranges of every large plain file
-//! ([`crate::split`]), normalized on `jobs` threads and written to one output in input order by
-//! the calling thread, with `seq` numbered on across a file's ranges
-//! ([`crate::split::write_rebased`]): the bytes of one stream per file, one after the other.
+//! ([`crate::split`]), normalized on `jobs` threads and written to one output in input order,
+//! with `seq` numbered on across a file's ranges ([`crate::split::write_rebased`]): the bytes
+//! of one stream per file, one after the other.
 //!
+//! - Writing: the workers write, one at a time (a writer's token in the shared state; the
+//!   lock is not held while writing). A worker whose unit is the one being written writes its
+//!   buffer itself when nothing of that unit waits and no one else writes (no hand-over, no
+//!   wake-up, the buffer used again at once); a worker that ends the unit being written writes
+//!   what waits after it, unit after unit. The calling thread only reports (files done, bytes
+//!   read) and waits, waking every [`TICK`] or when a file is done.
 //! - Units: a file is one unit, or (a regular file over 1.5 ranges whose plan cuts it) one
 //!   unit per range; units are handed out in input order, planned lazily (a file's plan is made
 //!   when its first unit is taken), at most `ahead` of them started and not yet written.
@@ -10,16 +16,18 @@
 //!   unit's queue; the buffers waiting in all queues together (counted by their capacity, what
 //!   they hold of the process's memory) stay within `window`, except that the unit being
 //!   written may always hand over a buffer when none of its own waits (so the output keeps
-//!   moving). Written buffers go back to a free list and are used again: no fresh pages per
-//!   chunk, no buffer grown again from scratch, no copy of the JSONL into Python objects.
+//!   moving). Written buffers go back to a free list (or stay with the worker that wrote its
+//!   own) and are used again: no fresh pages per chunk, no buffer grown again from scratch, no
+//!   copy of the JSONL into Python objects.
 //! - A file the core leaves to the caller (not a regular file, or compressed: the Python layer
 //!   reads those, with its own decompressors and messages) ends the run before it: everything
 //!   before it is written, and [`run`] returns its index.
 //! - Errors: a file that cannot be opened or read is reported in its place ([`Report::Done`]
 //!   with the error), after the output its units made before the failure; its later units are
 //!   dropped, and the run goes on. A failed write ends the run with that error.
-//! - The caller hears of progress through `report` (each file done, in order; bytes read at
-//!   most every [`TICK`] while waiting or writing), and stops the run by returning false.
+//! - The caller hears of progress through `report`, on the calling thread (each file done, in
+//!   order; every [`TICK`] the bytes read whose output is written), and stops the run by
+//!   returning false.
 //!   Every worker has stopped when [`run`] returns, whatever the way out.
 
 use std::collections::VecDeque;
@@ -122,6 +130,18 @@ struct State {
     /// before every worker has started (see [`run`]).
     started: usize,
     go: bool,
+    /// The writer's token: a worker is writing (only it writes to the output and numbers on).
+    writing: bool,
+    /// The writer's numbering: the file being written and its events written so far.
+    at: (usize, u64),
+    /// Input bytes whose output is written, not yet reported.
+    read: u64,
+    /// Files done, in order, for the calling thread to report: (index, bytes read, error).
+    done: VecDeque<(usize, u64, Option<io::Error>)>,
+    /// A failed write: the run's error.
+    error: Option<io::Error>,
+    /// Workers waiting on `room` (no wake-up call when there is none).
+    sleepers: usize,
 }
 
 impl State {
@@ -134,23 +154,46 @@ impl State {
     }
 }
 
-struct Shared<'a> {
+struct Shared<'a, 'o> {
     opts: &'a Options<'a>,
     state: Mutex<State>,
+    /// Only the holder of the writer's token (`State::writing`) locks it (and the calling
+    /// thread, to flush it).
+    out: Mutex<&'o mut (dyn Write + Send)>,
     /// Workers wait here (for room in the window, or for a unit to take).
     room: Condvar,
-    /// The writer waits here (for output of the unit being written).
+    /// The calling thread waits here (for a file done, the end, or the next tick).
     ready: Condvar,
     ahead: usize,
 }
 
-impl Shared<'_> {
+/// What [`Shared::put`] did with a buffer.
+enum Put {
+    /// Written (by this thread: its unit was the one being written); the buffer stays.
+    Written,
+    /// Queued; the worker needs another buffer.
+    Queued,
+    /// The unit is to stop (the run stops, or its file failed).
+    Stop,
+}
+
+impl Shared<'_, '_> {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait<'g>(&self, cv: &Condvar, g: MutexGuard<'g, State>) -> MutexGuard<'g, State> {
-        cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    /// Workers waiting for room or a unit go on.
+    fn wake(&self, st: &State) {
+        if st.sleepers > 0 {
+            self.room.notify_all();
+        }
+    }
+
+    fn wait_room<'g>(&self, mut g: MutexGuard<'g, State>) -> MutexGuard<'g, State> {
+        g.sleepers += 1;
+        let mut g = self.room.wait(g).unwrap_or_else(PoisonError::into_inner);
+        g.sleepers -= 1;
+        g
     }
 
     fn stop(&self) {
@@ -210,7 +253,7 @@ impl Shared<'_> {
                 return None;
             }
             if !st.go || st.slots.len() >= self.ahead {
-                st = self.wait(&self.room, st);
+                st = self.wait_room(st);
                 continue;
             }
             if let Some((i, plan, k)) = st.plan.take() {
@@ -221,6 +264,7 @@ impl Shared<'_> {
                 }
             }
             if st.left_at.is_some() || st.file >= self.opts.files.len() {
+                self.ready.notify_all(); // the end may be here
                 return None;
             }
             let i = st.file;
@@ -244,7 +288,7 @@ impl Shared<'_> {
                         s.done = true;
                         s.error = Some(e);
                     }
-                    self.ready.notify_all();
+                    st = self.pump(st);
                 }
             }
         }
@@ -269,49 +313,172 @@ impl Shared<'_> {
         (st.head + st.slots.len() as u64 - 1, file, w)
     }
 
-    /// A buffer to normalize into (a written one again when there is one).
-    fn buffer(&self) -> io::Result<Vec<u8>> {
-        if let Some(b) = self.lock().free.pop() {
-            return Ok(b);
+    /// `out` made a buffer to normalize into, if it is none (a written one again when there
+    /// is one).
+    fn buffer(&self, out: &mut Vec<u8>) -> io::Result<()> {
+        if out.capacity() > 0 {
+            return Ok(());
         }
-        let mut v = Vec::new();
+        if let Some(b) = self.lock().free.pop() {
+            *out = b;
+            return Ok(());
+        }
         // about the JSONL of READ bytes with every field (4.5 bytes per byte read on real
         // streams): no copy as it grows; the capacity not written is never touched
-        OutOfMemory::reserve(&mut v, READ * 6).map_err(io_oom)?;
-        Ok(v)
+        OutOfMemory::reserve(out, READ * 6).map_err(io_oom)
     }
 
-    /// Hand `buf` (the output of `read` input bytes) to unit `id`'s queue, waiting for room in
-    /// the window; false when the unit is to stop (the run stops, or its file failed).
-    fn put(&self, id: u64, buf: Vec<u8>, read: u64) -> bool {
-        let mut st = self.lock();
-        if buf.is_empty() && read == 0 {
-            st.free.push(buf);
-            return !st.stop;
+    /// Hand `out` (the output of `read` input bytes) on for unit `id`: written here when the
+    /// unit is the one being written, nothing of it waits and no other thread is writing
+    /// (`out` is then emptied, to be used again); else queued (`out` left empty, without
+    /// capacity), waiting for room in the window.
+    fn put(&self, id: u64, out: &mut Vec<u8>, read: u64) -> Put {
+        if out.is_empty() && read == 0 {
+            return Put::Written; // nothing to hand on
         }
+        let mut st = self.lock();
         loop {
             if st.stop {
-                return false;
+                return Put::Stop;
             }
             let at = usize::try_from(id - st.head).unwrap_or(usize::MAX);
             let waiting = st.waiting;
             let failed = st.failed;
+            let writing = st.writing;
             let Some(slot) = st.slots.get_mut(at) else {
-                return false;
+                return Put::Stop;
             };
             if failed == Some(slot.file) {
-                return false;
+                return Put::Stop;
+            }
+            let first = at == 0 && slot.items.is_empty();
+            if first && !writing {
+                let (file, rebase) = (slot.file, slot.rebase);
+                st.writing = true;
+                let mut numbering = st.at;
+                drop(st);
+                let written = self.write_out(out, file, rebase, &mut numbering);
+                out.clear();
+                let mut st = self.lock();
+                st.writing = false; // taken again by `pump` for what waits
+                st.at = numbering;
+                st.read += read;
+                let put = match written {
+                    Ok(()) => Put::Written,
+                    Err(e) => {
+                        self.fail(&mut st, e);
+                        Put::Stop
+                    }
+                };
+                drop(self.pump(st));
+                return put;
             }
             // a buffer counts for its capacity: what it holds of the process's memory
-            if (at == 0 && slot.items.is_empty()) || waiting + buf.capacity() <= self.opts.window {
-                let n = buf.capacity();
-                slot.items.push_back((buf, read));
-                st.waiting += n;
-                self.ready.notify_all();
-                return true;
+            if first || waiting + out.capacity() <= self.opts.window {
+                let buf = std::mem::take(out);
+                st.waiting += buf.capacity();
+                if let Some(slot) = st.slots.get_mut(at) {
+                    slot.items.push_back((buf, read));
+                }
+                return Put::Queued;
             }
-            st = self.wait(&self.room, st);
+            st = self.wait_room(st);
         }
+    }
+
+    /// `buf` written to the output, `seq` numbered on from `numbering` (the file written and
+    /// its events written so far).
+    fn write_out(
+        &self,
+        buf: &[u8],
+        file: usize,
+        rebase: bool,
+        numbering: &mut (usize, u64),
+    ) -> io::Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        let (current, seq) = numbering;
+        if file != *current {
+            *current = file;
+            *seq = 0;
+        }
+        *seq += split::write_rebased(buf, rebase.then_some(*seq), &mut **out)?;
+        Ok(())
+    }
+
+    /// A failed write: the run's error; everyone stops.
+    fn fail(&self, st: &mut State, e: io::Error) {
+        if st.error.is_none() {
+            st.error = Some(e);
+        }
+        st.stop = true;
+        self.room.notify_all();
+        self.ready.notify_all();
+    }
+
+    /// Write what can be written now, in order, unless another thread is writing (it does):
+    /// the waiting buffers of the unit being written, then on past every unit done (each file
+    /// done queued for the calling thread to report). The writer's token is held while
+    /// writing, the lock not.
+    fn pump<'g>(&'g self, mut st: MutexGuard<'g, State>) -> MutexGuard<'g, State> {
+        if st.writing {
+            return st;
+        }
+        st.writing = true;
+        let mut spent: Option<Vec<u8>> = None;
+        loop {
+            if let Some(mut b) = spent.take() {
+                b.clear();
+                st.free.push(b);
+            }
+            if st.stop {
+                break;
+            }
+            let failed = st.failed;
+            let Some(slot) = st.slots.front_mut() else {
+                break;
+            };
+            if let Some((buf, read)) = slot.items.pop_front() {
+                let (file, rebase) = (slot.file, slot.rebase);
+                st.waiting -= buf.capacity();
+                st.read += read;
+                self.wake(&st);
+                if failed != Some(file) {
+                    let mut numbering = st.at;
+                    drop(st);
+                    let written = self.write_out(&buf, file, rebase, &mut numbering);
+                    st = self.lock();
+                    st.at = numbering;
+                    if let Err(e) = written {
+                        self.fail(&mut st, e);
+                    }
+                }
+                spent = Some(buf);
+                continue;
+            }
+            if !slot.done {
+                break;
+            }
+            let (file, last, error) = (slot.file, slot.last, slot.error.take());
+            st.slots.pop_front();
+            st.head += 1;
+            self.wake(&st);
+            if failed == Some(file) {
+                continue; // reported already
+            }
+            if error.is_some() {
+                st.failed = Some(file);
+            }
+            if error.is_some() || last {
+                let read = std::mem::take(&mut st.read);
+                st.done.push_back((file, read, error));
+                self.ready.notify_all();
+            }
+        }
+        st.writing = false;
+        if st.slots.is_empty() {
+            self.ready.notify_all(); // the end may be here
+        }
+        st
     }
 
     fn finish(&self, id: u64, error: Option<io::Error>) {
@@ -321,13 +488,16 @@ impl Shared<'_> {
             slot.done = true;
             slot.error = error;
         }
-        self.ready.notify_all();
+        if at == 0 {
+            drop(self.pump(st));
+        }
     }
 
     fn worker(&self) {
         self.lock().started += 1;
         self.ready.notify_all();
         let mut chunk = Vec::new();
+        let mut out = Vec::new();
         while let Some((id, file, work)) = self.take() {
             if chunk.len() < READ {
                 if let Err(e) = OutOfMemory::reserve(&mut chunk, READ) {
@@ -336,13 +506,20 @@ impl Shared<'_> {
                 }
                 chunk.resize(READ, 0);
             }
-            let r = self.work(id, file, work, &mut chunk);
+            let r = self.work(id, file, work, &mut chunk, &mut out);
             self.finish(id, r.err());
         }
     }
 
-    /// Normalize one unit into its queue, reading into `chunk`.
-    fn work(&self, id: u64, file: usize, work: Work, chunk: &mut [u8]) -> io::Result<()> {
+    /// Normalize one unit, reading into `chunk`, into `out` handed on ([`Shared::put`]).
+    fn work(
+        &self,
+        id: u64,
+        file: usize,
+        work: Work,
+        chunk: &mut [u8],
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let opts = self.opts;
         let source = if opts.tag_source {
             opts.files.get(file).map(String::as_str)
@@ -360,15 +537,15 @@ impl Shared<'_> {
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => return Err(e),
                     };
-                    let mut out = self.buffer()?;
-                    s.feed(chunk.get(..n).unwrap_or_default(), &mut out)
+                    self.buffer(out)?;
+                    s.feed(chunk.get(..n).unwrap_or_default(), out)
                         .map_err(io_oom)?;
-                    if !self.put(id, out, n as u64) {
+                    if let Put::Stop = self.put(id, out, n as u64) {
                         return Ok(());
                     }
                 }
-                let mut out = self.buffer()?;
-                s.finish(&mut out).map_err(io_oom)?;
+                self.buffer(out)?;
+                s.finish(out).map_err(io_oom)?;
                 self.put(id, out, 0);
                 Ok(())
             }
@@ -394,17 +571,17 @@ impl Shared<'_> {
                         break; // the file shrank: its end is here
                     }
                     pos += n as u64;
-                    let mut out = self.buffer()?;
-                    s.feed(chunk.get(..n).unwrap_or_default(), &mut out)
+                    self.buffer(out)?;
+                    s.feed(chunk.get(..n).unwrap_or_default(), out)
                         .map_err(io_oom)?;
-                    if !self.put(id, out, n as u64) {
+                    if let Put::Stop = self.put(id, out, n as u64) {
                         return Ok(());
                     }
                 }
                 // range 0 of several ends where the stream is split_ok: only the last finishes
                 if k + 1 == plan.ranges.len() {
-                    let mut out = self.buffer()?;
-                    s.finish(&mut out).map_err(io_oom)?;
+                    self.buffer(out)?;
+                    s.finish(out).map_err(io_oom)?;
                     self.put(id, out, 0);
                 }
                 Ok(())
@@ -412,69 +589,22 @@ impl Shared<'_> {
         }
     }
 
-    /// The writer's next step, waiting at most `timeout`.
-    fn next(&self, timeout: Duration) -> Next {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.lock();
-        loop {
-            if let Some(slot) = st.slots.front_mut() {
-                if let Some((buf, read)) = slot.items.pop_front() {
-                    let (file, rebase) = (slot.file, slot.rebase);
-                    st.waiting -= buf.capacity();
-                    self.room.notify_all();
-                    return Next::Item {
-                        buf,
-                        read,
-                        file,
-                        rebase,
-                    };
-                }
-                if slot.done {
-                    let file = slot.file;
-                    let last = slot.last;
-                    let error = slot.error.take();
-                    st.slots.pop_front();
-                    st.head += 1;
-                    self.room.notify_all();
-                    return Next::End { file, last, error };
-                }
-            } else if st.exhausted(self.opts.files.len()) {
-                return Next::Finished(st.left_at);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Next::Timeout;
-            }
-            st = self
-                .ready
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// A written buffer back to the free list: all of them are kept (a worker makes a new one
-    /// only when the list is empty, so there are never more than the window and the workers
-    /// hold at once); one freed and made again would grow from scratch, fresh pages each time.
-    fn recycle(&self, mut buf: Vec<u8>) {
-        buf.clear();
-        self.lock().free.push(buf);
-    }
-
     /// Wait until `n` workers have started, then let them take units.
     fn start(&self, n: usize) {
         let mut st = self.lock();
         while st.started < n && !st.stop {
-            st = self.wait(&self.ready, st);
+            st = self.ready.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
         st.go = true;
         drop(st);
         self.room.notify_all();
     }
 
-    fn mark_failed(&self, file: usize) {
-        self.lock().failed = Some(file);
-        self.room.notify_all();
+    fn flush(&self) -> io::Result<()> {
+        self.out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .flush()
     }
 }
 
@@ -483,27 +613,11 @@ enum Opened {
     Split(Plan),
 }
 
-enum Next {
-    Item {
-        buf: Vec<u8>,
-        read: u64,
-        file: usize,
-        rebase: bool,
-    },
-    End {
-        file: usize,
-        last: bool,
-        error: Option<io::Error>,
-    },
-    Timeout,
-    Finished(Option<usize>),
-}
-
 /// Normalize `opts.files` into `out` (see the module doc). `report` is called on this thread;
 /// returning false stops the run ([`End::Stopped`]). A failed write is the error.
 pub fn run(
     opts: &Options<'_>,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
     report: &mut dyn FnMut(Report) -> bool,
 ) -> io::Result<End> {
     let jobs = opts.jobs.max(1);
@@ -521,7 +635,14 @@ pub fn run(
             stop: false,
             started: 0,
             go: false,
+            writing: false,
+            at: (usize::MAX, 0),
+            read: 0,
+            done: VecDeque::new(),
+            error: None,
+            sleepers: 0,
         }),
+        out: Mutex::new(out),
         room: Condvar::new(),
         ready: Condvar::new(),
         ahead: 2 * jobs + 2,
@@ -542,86 +663,58 @@ pub fn run(
         // a fatal abort, and a worker already at work could take the memory left first
         // (under RLIMIT_AS: "failed to register TLS destructor: out of memory")
         shared.start(started);
-        let end = write(&shared, out, report);
+        let end = report_until_end(&shared, report);
         shared.stop(); // every worker out of its waits; the scope joins them
         end
     })
 }
 
-fn write(
-    shared: &Shared<'_>,
-    out: &mut dyn Write,
+/// The calling thread's part: each file done reported in order, the bytes read every
+/// [`TICK`], until the end (every unit written), a failed write, or `report` says stop.
+fn report_until_end(
+    shared: &Shared<'_, '_>,
     report: &mut dyn FnMut(Report) -> bool,
 ) -> io::Result<End> {
-    let mut seq = 0u64; // the events of file `current` written so far
-    let mut current = usize::MAX;
-    let mut failed: Option<usize> = None;
-    let mut read = 0u64; // bytes read since the last report
+    let files = shared.opts.files.len();
     let mut last = Instant::now();
+    let mut st = shared.lock();
     loop {
-        match shared.next(TICK) {
-            Next::Item {
-                buf,
-                read: n,
-                file,
-                rebase,
-            } => {
-                read += n;
-                if failed != Some(file) {
-                    if file != current {
-                        current = file;
-                        seq = 0;
-                    }
-                    seq += split::write_rebased(&buf, rebase.then_some(seq), out)?;
-                }
-                shared.recycle(buf);
-            }
-            Next::End {
-                file,
-                last: end,
-                error,
-            } => {
-                if failed == Some(file) {
-                    continue; // reported already
-                }
-                if let Some(e) = error {
-                    failed = Some(file);
-                    shared.mark_failed(file);
-                    let r = std::mem::take(&mut read);
-                    if !report(Report::Done {
-                        index: file,
-                        read: r,
-                        error: Some(e),
-                    }) {
-                        return Ok(End::Stopped);
-                    }
-                    last = Instant::now();
-                } else if end {
-                    let r = std::mem::take(&mut read);
-                    if !report(Report::Done {
-                        index: file,
-                        read: r,
-                        error: None,
-                    }) {
-                        return Ok(End::Stopped);
-                    }
-                    last = Instant::now();
-                }
-                continue;
-            }
-            Next::Timeout => {}
-            Next::Finished(left) => {
-                out.flush()?;
-                return Ok(left.map_or(End::All, End::LeftAt));
-            }
+        if let Some(e) = st.error.take() {
+            return Err(e);
         }
-        if last.elapsed() >= TICK {
-            out.flush()?;
-            if !report(Report::Read(std::mem::take(&mut read))) {
+        if let Some((index, read, error)) = st.done.pop_front() {
+            drop(st);
+            if !report(Report::Done { index, read, error }) {
                 return Ok(End::Stopped);
             }
             last = Instant::now();
+            st = shared.lock();
+            continue;
         }
+        if st.slots.is_empty() && !st.writing && st.exhausted(files) {
+            let left = st.left_at;
+            drop(st);
+            shared.flush()?;
+            return Ok(left.map_or(End::All, End::LeftAt));
+        }
+        let now = Instant::now();
+        let due = last + TICK;
+        if now >= due {
+            let read = std::mem::take(&mut st.read);
+            drop(st);
+            shared.flush()?;
+            if !report(Report::Read(read)) {
+                return Ok(End::Stopped);
+            }
+            last = Instant::now();
+            st = shared.lock();
+            continue;
+        }
+        st = shared
+            .ready
+            .wait_timeout(st, due - now)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
 }
 
@@ -697,6 +790,79 @@ mod tests {
                     (4, None)
                 ]
             );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A writer that takes `left` bytes, then fails.
+    struct Failing {
+        left: usize,
+        got: Vec<u8>,
+    }
+
+    impl Write for Failing {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            self.got.extend_from_slice(buf.get(..n).unwrap_or_default());
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_ends_the_run_and_a_false_report_stops_it() {
+        let dir = std::env::temp_dir().join(format!("checkfu-ordered-w-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let line: &[u8] =
+            b"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}\n";
+        let big = line.repeat(5000);
+        let names = files(&dir, &[&big, &big, &big]);
+        let want: Vec<u8> = names
+            .iter()
+            .map(|n| whole(&big, Some(n)))
+            .collect::<Vec<_>>()
+            .concat();
+        for jobs in 1..4 {
+            let opts = Options {
+                files: &names,
+                dialect: None,
+                budget: Budget::default(),
+                sel: Sel::ALL,
+                tag_source: true,
+                jobs,
+                range_bytes: 20_000,
+                window: 1 << 20,
+            };
+            // the write fails half way: the run's error, whoever was writing; a prefix written
+            let mut out = Failing {
+                left: want.len() / 2,
+                got: Vec::new(),
+            };
+            let end = run(&opts, &mut out, &mut |_| true);
+            assert_eq!(
+                end.err().map(|e| e.kind()),
+                Some(io::ErrorKind::BrokenPipe),
+                "jobs {jobs}"
+            );
+            assert!(want.starts_with(&out.got), "jobs {jobs}");
+            // stopped at the first file done: what was written is a prefix, the first file whole
+            let mut out = Vec::new();
+            let mut reports = 0;
+            let end = run(&opts, &mut out, &mut |r| {
+                reports += 1;
+                !matches!(r, Report::Done { .. })
+            });
+            assert_eq!(end.ok(), Some(End::Stopped), "jobs {jobs}");
+            assert!(want.starts_with(&out), "jobs {jobs}");
+            assert!(out.len() >= whole(&big, names.first().map(String::as_str)).len());
+            assert!(reports >= 1);
         }
         std::fs::remove_dir_all(&dir).ok();
     }
