@@ -130,6 +130,8 @@ struct State {
     /// before every worker has started (see [`run`]).
     started: usize,
     go: bool,
+    /// A worker is opening (and planning) file `file - 1`: no unit is handed out meanwhile.
+    opening: bool,
     /// The writer's token: a worker is writing (only it writes to the output and numbers on).
     writing: bool,
     /// The writer's numbering: the file being written and its events written so far.
@@ -150,7 +152,7 @@ impl State {
             .plan
             .as_ref()
             .is_some_and(|(_, p, k)| *k < p.ranges.len());
-        !ranges_left && (self.left_at.is_some() || self.file >= files)
+        !ranges_left && !self.opening && (self.left_at.is_some() || self.file >= files)
     }
 }
 
@@ -263,15 +265,29 @@ impl Shared<'_, '_> {
                     return Some(self.push(&mut st, i, k > 0, last, Work::Range(plan, k)));
                 }
             }
+            if st.opening {
+                // the next units are the file being opened's: handed out in order
+                st = self.wait_room(st);
+                continue;
+            }
             if st.left_at.is_some() || st.file >= self.opts.files.len() {
                 self.ready.notify_all(); // the end may be here
                 return None;
             }
             let i = st.file;
             st.file += 1;
-            // opening and planning (cheap: a few reads) is done holding the lock: the units
-            // are handed out in order
-            match self.open(i) {
+            // opening and planning (a few reads and parses) without the lock: the other
+            // workers go on writing and handing on their buffers meanwhile
+            st.opening = true;
+            drop(st);
+            let opened = self.open(i);
+            st = self.lock();
+            st.opening = false;
+            self.wake(&st);
+            if st.stop {
+                return None;
+            }
+            match opened {
                 Ok(Some(Opened::Whole(f))) => {
                     return Some(self.push(&mut st, i, false, true, Work::Whole(f)))
                 }
@@ -635,6 +651,7 @@ pub fn run(
             stop: false,
             started: 0,
             go: false,
+            opening: false,
             writing: false,
             at: (usize::MAX, 0),
             read: 0,
