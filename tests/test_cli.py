@@ -156,6 +156,27 @@ COMMAND_NAMES = (
 )
 
 
+def test_build_parser_for_one_command_parses_as_the_whole_parser() -> None:
+    # build_parser(command) makes that command's parser only: the same options, defaults, help
+    argvs = [
+        ["normalize", "--jobs", "2", "--fields", "lean", "--no-progress", "a.jsonl", "b"],
+        ["normalize", "--dialect", "codex", "-o", "out.jsonl", "--max-depth", "9", "-"],
+        ["audit", "--json", "--progress", "d"],
+        ["golden"],
+        ["journal", "--reference", "j.jsonl"],
+        ["report", "--json", "x.jsonl"],
+    ]
+    whole = cli.build_parser()
+    for argv in argvs:
+        assert cli.build_parser(argv[0]).parse_args(argv) == whole.parse_args(argv), argv
+    (action,) = (
+        a for a in cli.build_parser("normalize")._actions
+        if isinstance(a, argparse._SubParsersAction)
+    )  # fmt: skip
+    assert list(action.choices) == ["normalize"]
+    assert action.choices["normalize"].format_help() == subparsers()["normalize"].format_help()
+
+
 def subparsers() -> dict[str, argparse.ArgumentParser]:
     (action,) = (
         a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)

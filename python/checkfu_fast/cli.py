@@ -1003,11 +1003,26 @@ def _command(
     return parser
 
 
+class _Unused:
+    """The parser of a command that is not the one being run (:func:`build_parser`): what is
+    added to it goes nowhere."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> _Unused:
+        return self
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser. Given ``command`` (the one being run), every command is
-    listed but ``report``'s and ``export``'s options are added only for their own command:
-    their modules (``report``'s fold and prices, ``export``'s writers) are imported for them,
-    and are most of the command line's import time (``normalize`` needs neither)."""
+    """The command line's parser. Given ``command`` (the one being run), only that command's
+    parser is made (the others' options go nowhere, :class:`_Unused`): ``report``'s and
+    ``export``'s modules (``report``'s fold and prices, ``export``'s writers) are imported for
+    them only, and are most of the command line's import time (``normalize`` needs neither);
+    and every parser argparse makes looks its messages up with ``gettext``, a search of the
+    locale directories on disk each time (``build_parser("normalize")`` 17M instructions with
+    every command's parser, a tenth of the command's start). Without ``command``, every
+    command's parser (``--help``, an unknown command's error)."""
     p = argparse.ArgumentParser(
         prog="checkfu-fast",
         description=DESCRIPTION,
@@ -1016,7 +1031,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    n = _command(sub, "normalize", "normalize agent streams to events/v1 JSONL")
+
+    def _cmd(name: str, help: str) -> argparse.ArgumentParser:
+        if command not in (None, name):
+            return cast(argparse.ArgumentParser, _Unused())
+        return _command(sub, name, help)
+
+    n = _cmd("normalize", "normalize agent streams to events/v1 JSONL")
     n.add_argument(
         "files", nargs="+", metavar="FILE|DIR", help="input file, directory, or - for stdin"
     )
@@ -1050,17 +1071,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     n.add_argument("--max-line-bytes", type=int, default=64 << 20)
     n.add_argument("--max-depth", type=int, default=64)
     n.add_argument("--max-nodes", type=int, default=1_000_000)
-    g = _command(sub, "golden", "replay golden files and diff")
+    g = _cmd("golden", "replay golden files and diff")
     g.add_argument("dir", nargs="?", default="vectors/events", metavar="DIR")
     g.add_argument("--reference", action="store_true", help="use the pure-Python reference")
-    j = _command(sub, "journal", "validate runner journal records against the schema")
+    j = _cmd("journal", "validate runner journal records against the schema")
     j.add_argument("files", nargs="+", metavar="FILE", help="journal file, or - for stdin")
     j.add_argument("--reference", action="store_true", help="use the pure-Python reference")
-    _command(sub, "dialects", "list dialect names")
-    v = _command(sub, "vectors", "replay oneshot-v1 author-kit vector files and diff")
+    _cmd("dialects", "list dialect names")
+    v = _cmd("vectors", "replay oneshot-v1 author-kit vector files and diff")
     v.add_argument("files", nargs="+", metavar="FILE", help="vector file, or a directory of them")
     v.add_argument("--live", action="store_true", help="run the stub harness for real")
-    r = _command(sub, "run", "run one oneshot-v1 turn: observations JSONL, then the state")
+    r = _cmd("run", "run one oneshot-v1 turn: observations JSONL, then the state")
     r.add_argument(
         "contract",
         metavar="CONTRACT.json",
@@ -1088,21 +1109,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     r.add_argument("--entrypoint", help="run this binary instead of the contract's entrypoint")
     r.add_argument("--reference", action="store_true", help="use the pure-Python normalizer")
-    rep = _command(sub, "report", "tokens and cost (USD) per session, model, day, block...")
+    rep = _cmd("report", "tokens and cost (USD) per session, model, day, block...")
     if command in (None, "report"):
         from . import report
 
         report.add_arguments(rep)
         _add_dialect(rep)
         add_arguments(rep)
-    x = _command(sub, "export", "export sessions as ATIF trajectories, OTLP spans or HTML pages")
+    x = _cmd("export", "export sessions as ATIF trajectories, OTLP spans or HTML pages")
     if command in (None, "export"):
         from .export._cli import add_arguments as export_arguments
 
         export_arguments(x)
         _add_dialect(x)
         add_arguments(x)
-    a = _command(sub, "audit", "drift radar: unknown record types and fields per dialect")
+    a = _cmd("audit", "drift radar: unknown record types and fields per dialect")
     a.add_argument("files", nargs="+", metavar="FILE|DIR", help="stream file, directory, or -")
     _add_dialect(a)
     a.add_argument("--json", action="store_true", help="print the report as one JSON object")
