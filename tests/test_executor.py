@@ -433,6 +433,40 @@ def test_a_ctrl_c_during_the_sweep_leaves_no_staging_dir(own_tmpdir, monkeypatch
     assert not root.exists() or os.listdir(root) == []
 
 
+@pytest.mark.parametrize("when", ["mkdir", "chmod"])
+def test_a_ctrl_c_as_the_parent_is_made_leaves_nothing(own_tmpdir, monkeypatch, when):
+    """A KeyboardInterrupt raised just after the private parent is made (as ``mkdir`` returns,
+    where ``tempfile.mkdtemp`` then still had to hand its name back, or at the next step)
+    removes it: nothing is left in the root, and the next turn works."""
+    root = own_tmpdir / f"checkfu-oneshot-{os.geteuid()}"
+    made: list[str] = []
+    real_mkdir, real_chmod = os.mkdir, os.chmod
+
+    def mkdir(path, mode=0o777, **kw):
+        real_mkdir(path, mode, **kw)
+        if os.path.dirname(os.fspath(path)) == str(root):
+            made.append(os.fspath(path))
+            if when == "mkdir":
+                raise KeyboardInterrupt
+
+    def chmod(path, mode, **kw):
+        if when == "chmod" and os.fspath(path) in made:
+            raise KeyboardInterrupt
+        return real_chmod(path, mode, **kw)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(os, "chmod", chmod)
+    with pytest.raises(KeyboardInterrupt):
+        executor.make_staging_dir()
+    monkeypatch.undo()
+    assert len(made) == 1 and os.path.basename(made[0]).startswith("checkfu-oneshot-")
+    assert not root.exists() or os.listdir(root) == []
+    path = executor.make_staging_dir()
+    assert sorted(os.listdir(os.path.dirname(path))) == ["lock", "turn"]
+    executor.remove_staging_dir(path)
+    assert not root.exists() or os.listdir(root) == []
+
+
 def old_lockless(root: Path, name: str, age_s: float) -> Path:
     """A staging directory as a runner of an older version left it (no lock file)."""
     parent = root / name

@@ -83,6 +83,7 @@ import fcntl
 import io
 import itertools
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -191,35 +192,68 @@ def staging_root() -> str | None:
 
 def make_staging_dir() -> str:
     """A fresh staging directory ``<root>/checkfu-oneshot-XXXX/turn``: its private parent is
-    made for this turn alone (``mkdtemp``, mode 0700, owned by the runner), so that nothing
-    beside it is this turn's; both go with :func:`remove_staging_dir`. The parent holds a lock
-    file (``lock``) that this process keeps ``flock``-ed until :func:`remove_staging_dir`
-    (through a close-on-exec descriptor no harness inherits): the kernel drops the lock when
-    the runner dies, SIGKILL included, and :func:`sweep_staging_root` (run here, after the new
+    made for this turn alone (as ``mkdtemp`` makes one: mode 0700, owned by the runner), so that
+    nothing beside it is this turn's; both go with :func:`remove_staging_dir`. The parent holds
+    a lock file (``lock``) that this process keeps ``flock``-ed until :func:`remove_staging_dir`
+    (through a close-on-exec descriptor no harness inherits): the kernel drops the lock when the
+    runner dies, SIGKILL included, and :func:`sweep_staging_root` (run here, after the new
     directory is made) removes the directories of runners that died that way."""
     root = staging_root()
-    for attempt in range(3):
-        try:
-            parent = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root)
-            break
-        except FileNotFoundError:  # the root was removed (empty) in between: make it again
-            if attempt == 2:
-                raise
-            root = staging_root()
-    path = os.path.join(parent, "turn")
-    # the sweep inside the guard too: a KeyboardInterrupt (the runner's Ctrl-C) raised while it
-    # scans the root left this turn's directory behind, whose caller never got its name
+    made: list[str] = []  # the private parent's name, kept before it is made
+    # everything inside the guard, the parent's making too: a KeyboardInterrupt (the runner's
+    # Ctrl-C) raised at any moment once the parent exists (inside `mkdir`, on its return, during
+    # the sweep of the root) removes what was made, whose name the caller never got
     try:
+        for attempt in range(3):
+            try:
+                _make_parent(root, made)
+                break
+            except FileNotFoundError:  # the root was removed (empty) in between: make it again
+                if attempt == 2:
+                    raise
+                root = staging_root()
+        parent = made[-1]
+        path = os.path.join(parent, "turn")
         os.chmod(parent, 0o700)
         _hold_lock(parent, path)
         os.mkdir(path, 0o700)
         if root is not None and os.path.dirname(parent) == root:
             sweep_staging_root(root, keep=os.path.basename(parent))
     except BaseException:
-        _release_lock(path)
-        remove_tree(parent)
+        for parent in made:
+            _release_lock(os.path.join(parent, "turn"))
+            remove_tree(parent)
         raise
     return path
+
+
+#: The characters of a private parent's random part, as ``tempfile.mkdtemp`` names them.
+_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+
+def _make_parent(root: str | None, made: list[str]) -> None:
+    """Make a new private parent in ``root`` (``$TMPDIR`` when None), as ``tempfile.mkdtemp``
+    does (``checkfu-oneshot-`` and 8 random characters, mode 0700, a taken name tried again),
+    its name appended to ``made`` *before* ``mkdir``: whatever is raised from then on, the
+    caller knows what to remove (``mkdtemp`` made the directory, then returned its name: an
+    interrupt in between left one no one knew of). The name is random, so a directory of that
+    name that this did not make is not to be expected."""
+    base = root if root is not None else tempfile.gettempdir()
+    for _ in range(100):
+        name = os.path.join(
+            base, STAGING_PREFIX + "".join(secrets.choice(_NAME_CHARS) for _ in range(8))
+        )
+        made.append(name)
+        try:
+            os.mkdir(name, 0o700)
+        except FileExistsError:
+            made.pop()  # another's: not to be removed
+            continue
+        except OSError:
+            made.pop()  # nothing was made
+            raise
+        return
+    raise FileExistsError(errno.EEXIST, "no unused name for a staging directory", base)
 
 
 _HELD: dict[str, int] = {}  # staging directory -> descriptor of its parent's flock-ed lock file
