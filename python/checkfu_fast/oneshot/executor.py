@@ -171,6 +171,19 @@ SWEEP_REMOVE = 8  # dead runners' directories one sweep removes
 UNLOCKED_STALE_S = 24 * 3600  # age after which a directory without a lock file is swept
 
 
+def _root_path() -> str:
+    """Where :func:`staging_root` is."""
+    return os.path.join(tempfile.gettempdir(), f"{STAGING_PREFIX}{os.geteuid()}")
+
+
+def _remove_empty_root() -> None:
+    """The root of staging directories removed if it is this user's and empty."""
+    path = _root_path()
+    with contextlib.suppress(OSError):  # another turn's directory is in it: it stays
+        if os.lstat(path).st_uid == os.geteuid():
+            os.rmdir(path)  # (a symlink is not removed: ENOTDIR)
+
+
 def staging_root() -> str | None:
     """The runner's directory of staging directories, ``$TMPDIR/checkfu-oneshot-<euid>``
     (mode 0700, owned by this user; made when needed, removed once empty). ``None`` when
@@ -178,7 +191,7 @@ def staging_root() -> str | None:
     is at that place (another owner, a symlink, open modes): then each staging directory's
     private parent is made in ``$TMPDIR`` itself and contained harnesses are not kept from
     the others' (see :func:`run_process`)."""
-    path = os.path.join(tempfile.gettempdir(), f"{STAGING_PREFIX}{os.geteuid()}")
+    path = _root_path()
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     try:
@@ -198,12 +211,12 @@ def make_staging_dir() -> str:
     (through a close-on-exec descriptor no harness inherits): the kernel drops the lock when the
     runner dies, SIGKILL included, and :func:`sweep_staging_root` (run here, after the new
     directory is made) removes the directories of runners that died that way."""
-    root = staging_root()
     made: list[str] = []  # the private parent's name, kept before it is made
-    # everything inside the guard, the parent's making too: a KeyboardInterrupt (the runner's
-    # Ctrl-C) raised at any moment once the parent exists (inside `mkdir`, on its return, during
-    # the sweep of the root) removes what was made, whose name the caller never got
+    # everything inside the guard, the root's and the parent's making too: a KeyboardInterrupt
+    # (the runner's Ctrl-C) raised at any moment (as `mkdir` returns, during the sweep of the
+    # root) removes what was made, whose name the caller never got, and the root once empty
     try:
+        root = staging_root()
         for attempt in range(3):
             try:
                 _make_parent(root, made)
@@ -223,6 +236,7 @@ def make_staging_dir() -> str:
         for parent in made:
             _release_lock(os.path.join(parent, "turn"))
             remove_tree(parent)
+        _remove_empty_root()
         raise
     return path
 
