@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from . import CheckfuError, Normalizer, __version__, _native
+from . import options as _options
 from .inputs import open_input, plain_fd
 from .outputs import atomic_output, printable, refuse_aliases
 from .paths import empty_dirs, expand
@@ -61,10 +62,8 @@ else:
     golden = _OnUse("golden")
     reference = _OnUse("reference")
 
-#: The dialect names (the core's list, the reference's where the core is absent: the same)
-DIALECTS: tuple[str, ...] = (
-    tuple(_native.DIALECTS) if _native is not None else tuple(reference.DIALECTS)
-)
+#: The dialect names (the core's list, held equal to this one by tests/test_api.py)
+DIALECTS: tuple[str, ...] = _options.DIALECTS
 
 
 def _dumps(ev: dict[str, Any]) -> bytes:
@@ -135,13 +134,9 @@ def _core_normalizer(args: argparse.Namespace, source: str | None) -> Any:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    """``normalize``'s dialect, budgets and fields checked before anything is read: by the core
-    (the same messages) unless ``--reference`` or ``--summary`` (or no core) takes the twin."""
-    if args.reference or args.summary or _native is None:
-        reference.check_options(args.dialect, args.max_line_bytes, args.max_depth,
-                                args.max_nodes)  # fmt: skip
-    else:
-        _core_normalizer(args, None)
+    """``normalize``'s dialect and budgets checked before anything is read, as every path
+    checks them (:mod:`checkfu_fast.options`: the twin's own checks, without importing it)."""
+    _options.check_options(args.dialect, args.max_line_bytes, args.max_depth, args.max_nodes)
 
 
 def _stream(
@@ -163,7 +158,7 @@ def _stream(
     if args.reference or args.summary:
         make: Any = reference.Normalizer if args.reference else Normalizer
         n = make(args.dialect, **budgets, fields=args.fields)
-        projected = reference.resolve_fields(args.fields) is not None
+        projected = _options.resolve_fields(args.fields) is not None
 
         def feed(chunk: bytes | None) -> bytes:
             events = n.feed(chunk) if chunk is not None else n.finish()
@@ -612,7 +607,7 @@ def _fields_option(value: str | None) -> str | list[str] | None:
     if value is None or value in ("all", "lean"):
         return value
     names = [n.strip() for n in value.split(",") if n.strip()]
-    reference.resolve_fields(names)
+    _options.resolve_fields(names)
     return names
 
 
