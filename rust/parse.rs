@@ -684,6 +684,17 @@ impl<'a> Parser<'a> {
     ///   escapes it holds, the next special byte taken from it with no load and compare (the
     ///   run pushed as one block cut back): claude 73.3 -> 76.9 ms, mixed 71.6 -> 75.2 (medians
     ///   of 6 pairs, load 3-4): the extra branches cost more than the compare they save.
+    /// * 64-byte chunks (stop 38): the chunk's `"`, `\\`, control, escape-letter and `u` masks
+    ///   (SSE2), the escaped bytes by simdjson's odd-backslash carry, the string's end and its
+    ///   validity found with no step per escape, then the runs between escapes copied by the
+    ///   escapes' bits (no search). Into this `String` (runs pushed as 16-byte blocks cut back):
+    ///   `core_bench` parse claude 1,265 -> 1,024-1,054 MB/s (best of 7, alternating runs;
+    ///   `truncate`'s char-boundary read of the bytes just stored took 15 % of the samples);
+    ///   into a byte buffer (32 bytes copied whatever the run's length), then `simdutf8`: 1,316
+    ///   -> 1,095-1,111 (the check alone 11 % of the path), std's check 1,095-1,144. The same
+    ///   scan *without decoding* (the string left as its escaped text, not a correct tree)
+    ///   parses claude at 1,850-1,915 MB/s: decoding, not finding the escapes, is what costs,
+    ///   and that bound is what `README.md`'s issue-20 section measures.
     fn decode(&mut self, start: usize, at: usize, buf: &mut String) -> Result<(), JsonError> {
         let b = self.b;
         let s = self.s;
