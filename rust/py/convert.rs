@@ -134,6 +134,14 @@ fn kept<'py>(map: &mut Kept, py: Python<'py>, k: &str) -> Bound<'py, PyString> {
     s
 }
 
+/// A string object for a field: one a cache holds, borrowed (no reference to take and give
+/// back: under the stable ABI each is a call into libpython, two of them for every value
+/// that repeats), or one made for it.
+enum Str<'a, 'py> {
+    Kept(&'a Bound<'py, PyString>),
+    Made(Bound<'py, PyString>),
+}
+
 const CACHE_KEY_MAX: usize = 48;
 const CACHE_SIZE_MAX: usize = 4096;
 
@@ -150,16 +158,16 @@ impl KeyCache {
     }
 
     /// The string for value `s` of string field `f`: if `f` [`repeats`], the one its [`Slot`]
-    /// holds for `s`, else the one kept for `s` (then also in the slot); otherwise the line's
-    /// ([`LineMemo::str`]).
+    /// holds for `s` (borrowed from it), else the one kept for `s` (then also in the slot);
+    /// otherwise the line's ([`LineMemo::str`], borrowed from the memo).
     #[inline]
-    fn field_str<'py>(
-        &mut self,
+    fn field_str<'a, 'py>(
+        &'a mut self,
         py: Python<'py>,
         f: &'static Field,
         s: &str,
-        memo: &mut LineMemo<'py>,
-    ) -> Bound<'py, PyString> {
+        memo: &'a mut LineMemo<'py>,
+    ) -> Str<'a, 'py> {
         let addr = std::ptr::from_ref(f) as usize;
         if self.slots.is_empty() {
             // (no room: every field a miss, as if it had no slot)
@@ -170,7 +178,7 @@ impl KeyCache {
         let i = (addr / std::mem::size_of::<Field>().max(1)) % SLOTS;
         let Some(slot) = self.slots.get_mut(i) else {
             return if repeats(f) {
-                kept(&mut self.values, py, s)
+                Str::Made(kept(&mut self.values, py, s))
             } else {
                 memo.str(py, s)
             };
@@ -185,10 +193,17 @@ impl KeyCache {
             return memo.str(py, s);
         }
         let len = s.len();
-        for seen in &slot.seen {
-            if seen.value.len() == len && seen.value.as_bytes() == s.as_bytes() {
-                return seen.obj.bind(py).clone();
-            }
+        let hit = slot
+            .seen
+            .iter()
+            .position(|seen| seen.value.len() == len && seen.value.as_bytes() == s.as_bytes());
+        if let Some(i) = hit {
+            // (returned whatever `get` gives: a borrow returned on one branch only would hold
+            // `slot` borrowed on the other)
+            return match slot.seen.get(i) {
+                Some(seen) => Str::Kept(seen.obj.bind(py)),
+                None => Str::Made(PyString::new(py, s)),
+            };
         }
         let obj = kept(&mut self.values, py, s);
         if len <= SLOT_VALUE_MAX {
@@ -209,7 +224,7 @@ impl KeyCache {
                 }
             }
         }
-        obj
+        Str::Made(obj)
     }
 
     /// The string of dialect name `name`.
@@ -560,20 +575,31 @@ struct LineMemo<'py> {
 }
 
 impl<'py> LineMemo<'py> {
+    /// The string of `s`, kept (and borrowed from) here.
     #[inline]
-    fn str(&mut self, py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    fn str(&mut self, py: Python<'py>, s: &str) -> Str<'_, 'py> {
         let key = (s.as_ptr() as usize, s.len());
-        for (k, obj) in self.strs.iter().take(self.next_str).flatten() {
-            if *k == key {
-                return obj.clone();
+        let hit = self
+            .strs
+            .iter()
+            .take(self.next_str)
+            .position(|m| m.as_ref().is_some_and(|(k, _)| *k == key));
+        let i = match hit {
+            Some(i) => i,
+            None => {
+                let i = self.next_str % MEMO;
+                self.next_str = self.next_str.wrapping_add(1);
+                match self.strs.get_mut(i) {
+                    Some(slot) => *slot = Some((key, PyString::new(py, s))),
+                    None => return Str::Made(PyString::new(py, s)),
+                }
+                i
             }
+        };
+        match self.strs.get(i) {
+            Some(Some((_, obj))) => Str::Kept(obj),
+            _ => Str::Made(PyString::new(py, s)),
         }
-        let obj = PyString::new(py, s);
-        if let Some(slot) = self.strs.get_mut(self.next_str % MEMO) {
-            *slot = Some((key, obj.clone()));
-        }
-        self.next_str = self.next_str.wrapping_add(1);
-        obj
     }
 
     #[inline]
@@ -662,17 +688,31 @@ impl<'py> DictWriter<'py, '_> {
 impl Writer for DictWriter<'_, '_> {
     type Error = PyErr;
 
+    /// The rows the template holds already set nothing, here in the walk (inlined): not a
+    /// call of [`DictWriter::set`], whose frame (six saved registers, a jump table) is most
+    /// of what a row that stores nothing costs.
     #[inline]
     fn put(&mut self, f: &'static Field, v: Val<'_>) -> PyResult<()> {
+        if matches!(v, Val::Str(_)) && self.preset.contains(&(std::ptr::from_ref(f) as usize)) {
+            return Ok(());
+        }
+        self.set(f, v)
+    }
+}
+
+impl DictWriter<'_, '_> {
+    /// Field `f`'s value `v` set on the dict.
+    #[inline(never)]
+    fn set(&mut self, f: &'static Field, v: Val<'_>) -> PyResult<()> {
         let py = self.py;
         let key = f.key.get(py);
         match v {
-            Val::Str(_) if self.preset.contains(&(std::ptr::from_ref(f) as usize)) => Ok(()),
             Val::Str(s) if std::ptr::eq(s, self.dialect_str) => self.d.set_item(key, self.dialect),
             Val::Str(s) if std::ptr::eq(s, V) => self.d.set_item(key, intern!(py, V)),
-            Val::Str(s) => self
-                .d
-                .set_item(key, self.keys.field_str(py, f, s, self.memo)),
+            Val::Str(s) => match self.keys.field_str(py, f, s, self.memo) {
+                Str::Kept(obj) => self.d.set_item(key, obj),
+                Str::Made(obj) => self.d.set_item(key, obj),
+            },
             Val::Text(text) => {
                 let obj = match self.shared.get((text.as_ptr() as usize, text.len())) {
                     Some(obj) if !text.is_empty() => obj.clone(),
