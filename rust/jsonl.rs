@@ -739,13 +739,7 @@ mod tests {
         let found: usize = lines.iter().map(|l| copies_agree(l)).sum();
         assert!(found > 20, "{found}");
         // random trees written as canonical text
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::text::tests::xorshift(0x2545_f491_4f6c_dd1d);
         fn tree(depth: usize, next: &mut dyn FnMut(u64) -> u64) -> Value<'static> {
             let strs = ["a", "b\"c", "\n", "é", "", "k\\", "\u{1}x"];
             let s = |next: &mut dyn FnMut(u64) -> u64| -> Cow<'static, str> {

@@ -370,7 +370,7 @@ pub fn float_is_repr(text: &str, f: f64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn f(x: f64) -> String {
@@ -424,6 +424,17 @@ mod tests {
         );
     }
 
+    /// Numbers below `n`, the same from run to run (xorshift64 from `seed`): the tests' random
+    /// inputs (also `jsonl.rs`'s).
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
     /// A JSON string's escape byte by byte, once or twice (the reference of [`escape`]).
     fn slow_escape(s: &[u8], twice: bool) -> Vec<u8> {
         let mut out = Vec::new();
@@ -446,13 +457,7 @@ mod tests {
     /// escaper.
     #[test]
     fn escape_is_the_byte_by_byte_escape() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let specials = [b'"', b'\\', b'\n', b'\t', 0, 0x1f, 0x08];
         let lens = [
             0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257,
